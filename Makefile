@@ -1,0 +1,100 @@
+# Exactly-once effects for SQS -> Lambda, in Go. `make` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Tooling state stays in the repository: nothing is written to $HOME.
+CACHE          := $(CURDIR)/.cache
+export CDK_HOME := $(CACHE)/cdk-home
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+CDK            := $(CURDIR)/node_modules/.bin/cdk
+CDKLOCAL       := $(CURDIR)/node_modules/.bin/cdklocal
+CDK_FLAGS      := --no-notices
+
+LAMBDAS        := consumer producer
+ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
+HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
+GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') go.mod go.sum
+STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: deps
+deps: node_modules/.installed ## install Go modules, the pinned CDK CLI and the emulators
+	go mod download
+	bash integration/scripts/install-emulators.sh
+
+build/%/bootstrap: $(GO_SOURCES)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
+
+build/host/%: $(GO_SOURCES)
+	CGO_ENABLED=0 go build -tags lambda.norpc -o $@ ./functions/$*
+
+.PHONY: build
+build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries (integration tests)
+	@ls -l $(ARM_BOOTSTRAPS) $(HOST_BINARIES) | awk '{print "  " $$5 "\t" $$9}'
+
+.PHONY: unit
+unit: ## unit, conformance (memory store) and CDK assertion tests
+	go test -race ./...
+
+.PHONY: synth
+synth: node_modules/.installed $(ARM_BOOTSTRAPS) ## synthesize the stack into cdk.out
+	$(CDK) synth $(CDK_FLAGS) -q
+
+.PHONY: synth-test
+synth-test: node_modules/.installed $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
+	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
+
+.PHONY: integration
+integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ (or $$AWS_ENDPOINT_URL)
+	go test -tags integration -count=1 -timeout 30m ./integration/...
+
+.PHONY: test
+test: deps build unit synth-test ## everything CI runs: unit, infra, conformance on DynamoDB Local, integration
+	go test -tags integration -count=1 -timeout 30m ./integration/...
+
+.PHONY: bench
+bench: deps ## requests per message and ns/op against DynamoDB Local
+	go test -tags integration -run '^$$' -bench . -benchtime 300x ./integration/ | tee $(CACHE)/bench.txt
+
+.PHONY: demo
+demo: deps build synth-test ## run producer -> queue -> consumers on local emulators and print the report
+	go run ./integration/cmd/demo
+
+.PHONY: lint
+lint: ## go vet, gofmt and staticcheck (when it installs)
+	go vet ./...
+	go vet -tags integration ./integration/...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	@go run $(STATICCHECK) ./... || echo "staticcheck not available or reported findings (see above)"
+
+.PHONY: deploy
+deploy: node_modules/.installed $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
+	$(CDK) deploy $(CDK_FLAGS) --all
+
+.PHONY: destroy
+destroy: node_modules/.installed ## delete the deployed stack
+	$(CDK) destroy $(CDK_FLAGS) --all
+
+.PHONY: deploy-local
+deploy-local: node_modules/.installed $(ARM_BOOTSTRAPS) ## deploy to LocalStack with cdklocal (docker compose up first)
+	$(CDKLOCAL) bootstrap $(CDK_FLAGS)
+	$(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never
+
+.PHONY: integration-localstack
+integration-localstack: build synth-test ## the integration suite against LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN)
+	docker compose up -d --wait
+	AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+		go test -tags integration -count=1 -timeout 30m ./integration/...
+
+.PHONY: clean
+clean: ## remove build outputs (keeps the tool cache)
+	rm -rf build cdk.out cdk.test.out

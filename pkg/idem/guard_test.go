@@ -1,0 +1,228 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
+)
+
+// recordingStore counts calls and remembers the last acquisition.
+type recordingStore struct {
+	*idemtest.MemoryStore
+	mu    sync.Mutex
+	calls int
+	last  idem.Acquisition
+}
+
+func newRecordingStore() *recordingStore {
+	return &recordingStore{MemoryStore: idemtest.NewMemoryStore()}
+}
+
+func (s *recordingStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	s.mu.Lock()
+	s.calls++
+	s.last = a
+	s.mu.Unlock()
+	return s.MemoryStore.Acquire(ctx, a)
+}
+
+func (s *recordingStore) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bool, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.MemoryStore.Commit(ctx, t)
+}
+
+func (s *recordingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func mustGuard(t *testing.T, store idem.Store, opts ...idem.Option) *idem.Guard {
+	t.Helper()
+	g, err := idem.New(store, "test", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func ok(v string) idem.Func {
+	return func(context.Context) ([]byte, error) { return []byte(v), nil }
+}
+
+func TestLeaseFollowsDeadline(t *testing.T) {
+	tests := []struct {
+		name       string
+		opts       []idem.Option
+		deadline   time.Duration // 0: no deadline
+		wantLease  time.Duration
+		wantEffect time.Duration // effect context deadline, from now
+	}{
+		{"remaining time of ctx", nil, 30 * time.Second, 30 * time.Second, 28 * time.Second},
+		{"explicit lease", []idem.Option{idem.WithLease(10 * time.Second)}, time.Minute, 10 * time.Second, 8 * time.Second},
+		{"explicit margin", []idem.Option{idem.WithSafetyMargin(5 * time.Second)}, 30 * time.Second, 30 * time.Second, 25 * time.Second},
+		{"no deadline", nil, 0, idem.DefaultLease, idem.DefaultLease - idem.DefaultSafetyMargin},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// A frozen clock at the real now: the Lambda deadline is real time.
+			clock := idemtest.NewClock(time.Now())
+			store := newRecordingStore()
+			g := mustGuard(t, store, append(tc.opts, idem.WithClock(clock.Now))...)
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, clock.Now().Add(tc.deadline))
+				defer cancel()
+			}
+			start := clock.Now()
+			var effectDeadline time.Time
+			_, err := g.Do(ctx, "k-"+tc.name, nil, func(ctx context.Context) ([]byte, error) {
+				effectDeadline, _ = ctx.Deadline()
+				return nil, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease := store.last.LeaseUntil.Sub(start)
+			if d := lease - tc.wantLease; d < -50*time.Millisecond || d > 50*time.Millisecond {
+				t.Errorf("lease %s, want %s", lease, tc.wantLease)
+			}
+			if d := effectDeadline.Sub(start) - tc.wantEffect; d < -50*time.Millisecond || d > 50*time.Millisecond {
+				t.Errorf("effect deadline in %s, want %s", effectDeadline.Sub(start), tc.wantEffect)
+			}
+			if !effectDeadline.Before(store.last.LeaseUntil) {
+				t.Errorf("effect deadline %s not before lease end %s", effectDeadline, store.last.LeaseUntil)
+			}
+		})
+	}
+}
+
+func TestNoTimeLeftMakesNoCall(t *testing.T) {
+	store := newRecordingStore()
+	g := mustGuard(t, store)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // < 2 s margin
+	defer cancel()
+	res, err := g.Do(ctx, "k", nil, ok("v"))
+	if !errors.Is(err, context.DeadlineExceeded) || res.Outcome != idem.Failed || store.count() != 0 {
+		t.Fatalf("got %+v, %v after %d calls; want DeadlineExceeded and no call", res, err, store.count())
+	}
+}
+
+func TestCacheAnswersDuplicatesWithoutRequest(t *testing.T) {
+	clock := idemtest.NewClock(time.Now())
+	store := newRecordingStore()
+	g := mustGuard(t, store, idem.WithCache(2), idem.WithClock(clock.Now), idem.WithRetention(time.Hour))
+	ctx := context.Background()
+	for _, k := range []string{"a", "b"} {
+		if _, err := g.Do(ctx, k, []byte(k), ok("v-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := store.count()
+	res, err := g.Do(ctx, "a", []byte("a"), ok("x"))
+	if err != nil || res.Outcome != idem.Duplicate || !res.Cached || string(res.Value) != "v-a" || store.count() != before {
+		t.Fatalf("cached duplicate: %+v, %v, %d requests", res, err, store.count()-before)
+	}
+	if _, err := g.Do(ctx, "a", []byte("other"), ok("x")); !errors.Is(err, idem.ErrPayloadMismatch) {
+		t.Fatalf("cached mismatch: %v", err)
+	}
+	// "c" evicts the least recently used, "b".
+	if _, err := g.Do(ctx, "c", nil, ok("v-c")); err != nil {
+		t.Fatal(err)
+	}
+	before = store.count()
+	if res, _ := g.Do(ctx, "b", []byte("b"), ok("x")); res.Cached || res.Outcome != idem.Duplicate || store.count() != before+1 {
+		t.Fatalf("evicted key answered from cache: %+v", res)
+	}
+	// An expired receipt is not answered from the cache.
+	clock.Advance(2 * time.Hour)
+	if res, _ := g.Do(ctx, "a", []byte("a"), ok("again")); res.Outcome != idem.Executed {
+		t.Fatalf("expired cache entry: %+v, want Executed", res)
+	}
+}
+
+func TestObserverSeesEveryOutcome(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[idem.Outcome]int{}
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store, idem.WithObserver(func(e idem.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Namespace != "test" {
+			t.Errorf("namespace %q", e.Namespace)
+		}
+		if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate) {
+			t.Errorf("outcome %v with err %v", e.Outcome, e.Err)
+		}
+		seen[e.Outcome]++
+	}))
+	ctx := context.Background()
+	_, _ = g.Do(ctx, "k", []byte("p"), ok("v"))                                                       // executed
+	_, _ = g.Do(ctx, "k", []byte("p"), ok("v"))                                                       // duplicate
+	_, _ = g.Do(ctx, "k", []byte("q"), ok("v"))                                                       // mismatch
+	_, _ = g.Do(ctx, "f", nil, func(context.Context) ([]byte, error) { return nil, errors.New("x") }) // failed
+	_, _ = g.Do(ctx, "", nil, ok("v"))                                                                // rejected
+	_, _ = g.Do(ctx, "held", nil, func(context.Context) ([]byte, error) {
+		_, _ = g.Do(ctx, "held", nil, ok("v")) // in progress
+		return nil, nil
+	})
+	want := map[idem.Outcome]int{idem.Executed: 2, idem.Duplicate: 1, idem.Mismatch: 1, idem.Failed: 1, idem.Rejected: 1, idem.InProgress: 1}
+	for o, n := range want {
+		if seen[o] != n {
+			t.Errorf("%v seen %d times, want %d (all: %v)", o, seen[o], n, seen)
+		}
+	}
+}
+
+func TestStorageKeyHidesBusinessKey(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	hashed := mustGuard(t, store)
+	plain := mustGuard(t, store, idem.WithPlainKeys())
+	if k := hashed.StorageKey("alice@example.com"); strings.Contains(k, "alice") || !strings.HasPrefix(k, "test#") || len(k) != len("test#")+64 {
+		t.Fatalf("hashed storage key %q", k)
+	}
+	if k := plain.StorageKey("order-1"); k != "test#order-1" {
+		t.Fatalf("plain storage key %q", k)
+	}
+}
+
+func TestDoTxNeedsTxStore(t *testing.T) {
+	g := mustGuard(t, struct{ idem.Store }{idemtest.NewMemoryStore()})
+	_, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) { return idem.Tx{}, nil })
+	if !errors.Is(err, idem.ErrNotTransactional) {
+		t.Fatalf("got %v, want ErrNotTransactional", err)
+	}
+}
+
+func TestTxEffectErrorWritesNothing(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store)
+	boom := errors.New("cannot compute")
+	res, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) {
+		return idem.Tx{Writes: []any{"w"}}, boom
+	})
+	if !errors.Is(err, boom) || res.Outcome != idem.Failed || len(store.Writes()) != 0 {
+		t.Fatalf("got %+v, %v, writes %v", res, err, store.Writes())
+	}
+	res, err = g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) {
+		return idem.Tx{Writes: []any{"w"}, Result: []byte("r")}, nil
+	})
+	if err != nil || res.Outcome != idem.Executed || len(store.Writes()) != 1 {
+		t.Fatalf("retry: %+v, %v, writes %v", res, err, store.Writes())
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	if idem.LeaseLost.String() != "lease_lost" || idem.Outcome(0).String() != "unknown" {
+		t.Fatal(idem.LeaseLost.String(), idem.Outcome(0).String())
+	}
+}

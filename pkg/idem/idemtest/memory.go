@@ -1,0 +1,153 @@
+package idemtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// MemoryStore is an in-memory idem.Store and idem.TxStore with the same
+// semantics as dynamostore: expiry, leases, fencing, FAILED records and
+// transactions. Transactional writes of any type are accepted and appended,
+// in commit order, to a log read with Writes.
+//
+// It is safe for concurrent use. It is for tests and single-process tools:
+// its records die with the process.
+type MemoryStore struct {
+	mu      sync.Mutex
+	records map[string]idem.Record
+	writes  []any
+}
+
+var (
+	_ idem.Store   = (*MemoryStore)(nil)
+	_ idem.TxStore = (*MemoryStore)(nil)
+)
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{records: make(map[string]idem.Record)}
+}
+
+// takeable is the condition of Acquire and Commit, as in dynamostore.
+func takeable(rec idem.Record, ok bool, now time.Time) bool {
+	return !ok ||
+		rec.ExpiresAt.Before(now) ||
+		rec.Status == idem.StatusFailed ||
+		(rec.Status == idem.StatusInProgress && rec.LeaseUntil.Before(now))
+}
+
+// Acquire implements idem.Store.
+func (s *MemoryStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Record{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[a.Key]
+	if !takeable(old, ok, a.Now) {
+		return clone(old), false, nil
+	}
+	rec := idem.Record{
+		Key:         a.Key,
+		Status:      idem.StatusInProgress,
+		Lease:       a.Lease,
+		LeaseUntil:  a.LeaseUntil,
+		ExpiresAt:   a.ExpiresAt,
+		Attempts:    old.Attempts + 1,
+		Fingerprint: a.Fingerprint,
+		UpdatedAt:   a.Now,
+	}
+	s.records[a.Key] = rec
+	return clone(rec), true, nil
+}
+
+// Complete implements idem.Store.
+func (s *MemoryStore) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[key]
+	if !ok || rec.Lease != lease {
+		return fmt.Errorf("complete %q: %w", key, idem.ErrLeaseLost)
+	}
+	rec.Status = idem.StatusCompleted
+	rec.Result = slices.Clone(c.Result)
+	rec.ResultOmitted = c.ResultOmitted
+	rec.ExpiresAt = c.ExpiresAt
+	rec.UpdatedAt = c.Now
+	rec.LastError = ""
+	s.records[key] = rec
+	return nil
+}
+
+// Release implements idem.Store.
+func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[key]
+	if !ok || rec.Lease != lease {
+		return fmt.Errorf("release %q: %w", key, idem.ErrLeaseLost)
+	}
+	rec.Status = idem.StatusFailed
+	rec.LastError = reason
+	rec.UpdatedAt = now
+	s.records[key] = rec
+	return nil
+}
+
+// Commit implements idem.TxStore.
+func (s *MemoryStore) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Record{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[t.Key]
+	if !takeable(old, ok, t.Now) {
+		return clone(old), false, nil
+	}
+	rec := idem.Record{
+		Key:           t.Key,
+		Status:        idem.StatusCompleted,
+		ExpiresAt:     t.ExpiresAt,
+		Attempts:      old.Attempts + 1,
+		Fingerprint:   t.Fingerprint,
+		Result:        slices.Clone(t.Result),
+		ResultOmitted: t.ResultOmitted,
+		UpdatedAt:     t.Now,
+	}
+	s.records[t.Key] = rec
+	s.writes = append(s.writes, t.Writes...)
+	return clone(rec), true, nil
+}
+
+// Get returns the record stored under the storage key (see
+// idem.Guard.StorageKey), expired or not.
+func (s *MemoryStore) Get(ctx context.Context, key string) (idem.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[key]
+	return clone(rec), ok, nil
+}
+
+// Writes returns the transactional writes committed so far, in order.
+func (s *MemoryStore) Writes() []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.writes)
+}
+
+func clone(r idem.Record) idem.Record {
+	r.Result = slices.Clone(r.Result)
+	return r
+}

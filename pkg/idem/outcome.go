@@ -1,0 +1,75 @@
+package idem
+
+import "time"
+
+// Outcome says what a call to Do or DoTx did.
+type Outcome int
+
+const (
+	// Executed: the effect ran now and its receipt was written.
+	Executed Outcome = iota + 1
+	// Duplicate: a receipt existed; the effect did not run and the stored
+	// result was replayed.
+	Duplicate
+	// InProgress: another attempt holds the key (ErrInProgress).
+	InProgress
+	// Mismatch: the key was used with another payload (ErrPayloadMismatch).
+	Mismatch
+	// LeaseLost: the effect ran but another attempt took the lease over
+	// before this one completed (ErrLeaseLost).
+	LeaseLost
+	// Failed: the effect returned an error or panicked; the record was
+	// released as FAILED so the next delivery can run at once. Also used for
+	// store errors.
+	Failed
+	// Rejected: the input was invalid (ErrInvalid); nothing was stored.
+	Rejected
+)
+
+var outcomeNames = [...]string{
+	Executed:   "executed",
+	Duplicate:  "duplicate",
+	InProgress: "in_progress",
+	Mismatch:   "mismatch",
+	LeaseLost:  "lease_lost",
+	Failed:     "failed",
+	Rejected:   "rejected",
+}
+
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Result is what Do and DoTx report. It is filled for every outcome, errors
+// included, so callers can log it.
+type Result struct {
+	Outcome Outcome
+	// Value is the effect's result (Executed) or the stored one (Duplicate).
+	Value []byte
+	// ResultOmitted: the result was larger than the cap and was not kept. On
+	// a Duplicate, Value is nil and the caller learns no result was kept.
+	ResultOmitted bool
+	// Attempts is the record's attempt count, when known.
+	Attempts int
+	// Cached: a Duplicate answered from the per-process cache, no request.
+	Cached bool
+}
+
+// Event is passed to the observer after every call; count them for metrics.
+type Event struct {
+	Namespace string
+	Outcome   Outcome
+	Attempts  int
+	Cached    bool
+	// Duration of the whole call, effect included.
+	Duration time.Duration
+	// Err is the error Do returned, nil for Executed and Duplicate.
+	Err error
+}
+
+// Observer is told about every outcome. It must be safe for concurrent use
+// and fast: it runs inline.
+type Observer func(Event)

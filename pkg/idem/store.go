@@ -1,0 +1,103 @@
+package idem
+
+import (
+	"context"
+	"time"
+)
+
+// Status is the state of a record.
+type Status string
+
+const (
+	// StatusInProgress: an attempt holds the lease and is running the effect.
+	StatusInProgress Status = "IN_PROGRESS"
+	// StatusCompleted: the effect happened; the record is the receipt.
+	StatusCompleted Status = "COMPLETED"
+	// StatusFailed: the last attempt failed and released its lease; the next
+	// delivery may take the record at once.
+	StatusFailed Status = "FAILED"
+)
+
+// Record is one idempotency record as a Store keeps it.
+type Record struct {
+	// Key is the storage key, namespace#sha256(key) unless WithPlainKeys.
+	Key         string
+	Status      Status
+	Lease       string    // fencing token of the attempt holding the record
+	LeaseUntil  time.Time // after this an IN_PROGRESS record may be taken over
+	ExpiresAt   time.Time // after this the record counts as absent (TTL)
+	Attempts    int       // incremented by every successful acquire
+	Fingerprint string    // hash of the payload
+	Result      []byte    // result replayed to duplicates
+	// ResultOmitted reports that the effect's result was larger than the cap
+	// and was not kept; the receipt was.
+	ResultOmitted bool
+	UpdatedAt     time.Time
+	LastError     string
+}
+
+// Acquisition is what a Store writes when it takes a record.
+type Acquisition struct {
+	Key         string
+	Lease       string
+	LeaseUntil  time.Time
+	ExpiresAt   time.Time
+	Fingerprint string
+	// Now is the writer's clock: a record with ExpiresAt before Now counts
+	// as absent, an IN_PROGRESS record with LeaseUntil before Now may be
+	// taken over.
+	Now time.Time
+}
+
+// Completion is what a Store writes when an attempt completes.
+type Completion struct {
+	Result        []byte
+	ResultOmitted bool
+	ExpiresAt     time.Time
+	Now           time.Time
+}
+
+// Transaction is the input of TxStore.Commit: the receipt to write and the
+// effect's own writes, committed together or not at all.
+type Transaction struct {
+	Acquisition
+	Result        []byte
+	ResultOmitted bool
+	// Writes are store-specific (dynamostore: types.TransactWriteItem).
+	Writes []any
+}
+
+// Store persists records. Every method is a single atomic operation; all the
+// decisions about what a record means are the Guard's.
+//
+// Implementations must be safe for concurrent use. Use idemtest.TestStore to
+// check one.
+type Store interface {
+	// Acquire takes the record for a.Key if it is absent, expired (ExpiresAt
+	// before a.Now), FAILED, or IN_PROGRESS with a lease that ran out before
+	// a.Now. Taking it writes status IN_PROGRESS, the new lease, fingerprint
+	// and times, increments Attempts, and returns the record written with
+	// acquired = true. Otherwise it writes nothing and returns the record
+	// that stands in the way with acquired = false.
+	Acquire(ctx context.Context, a Acquisition) (rec Record, acquired bool, err error)
+
+	// Complete marks the record COMPLETED if it is still held by lease, and
+	// returns ErrLeaseLost otherwise. It keeps Attempts.
+	Complete(ctx context.Context, key, lease string, c Completion) error
+
+	// Release marks the record FAILED with reason as LastError if it is still
+	// held by lease, and returns ErrLeaseLost otherwise. It keeps Attempts.
+	Release(ctx context.Context, key, lease, reason string, now time.Time) error
+}
+
+// TxStore is a Store that can commit an effect's writes together with a
+// COMPLETED receipt (transactional mode).
+type TxStore interface {
+	Store
+	// Commit writes the receipt (COMPLETED, Attempts 1 or the old count + 1)
+	// and t.Writes atomically, on the same condition as Acquire. When the
+	// receipt is in the way it writes nothing and returns the record that
+	// stands in the way with committed = false. A concurrent commit of the
+	// same key makes one of them return ErrInProgress.
+	Commit(ctx context.Context, t Transaction) (rec Record, committed bool, err error)
+}
