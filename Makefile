@@ -24,6 +24,8 @@ help: ## list the targets
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@# node_modules ships Go template files; a go.mod there keeps them out of ./...
+	@echo 'module nodemodules' > node_modules/go.mod
 	@touch $@
 
 .PHONY: deps
