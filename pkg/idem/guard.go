@@ -85,6 +85,7 @@ func (g *Guard) StorageKey(key string) string {
 // or a store error.
 func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func) (Result, error) {
 	start := g.opts.now()
+	defer g.observePanic(start)
 	res, err := g.do(ctx, key, payload, fn, start)
 	g.observe(res, err, start)
 	return res, err
@@ -98,6 +99,7 @@ func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func) (Re
 // The store must implement TxStore (ErrNotTransactional otherwise).
 func (g *Guard) DoTx(ctx context.Context, key string, payload []byte, fn TxFunc) (Result, error) {
 	start := g.opts.now()
+	defer g.observePanic(start)
 	res, err := g.doTx(ctx, key, payload, fn, start)
 	g.observe(res, err, start)
 	return res, err
@@ -309,6 +311,15 @@ func (g *Guard) observe(res Result, err error, start time.Time) {
 		Duration:  g.opts.now().Sub(start),
 		Err:       err,
 	})
+}
+
+// observePanic reports a panicking effect as Failed and lets the panic go
+// on; it must be deferred directly.
+func (g *Guard) observePanic(start time.Time) {
+	if p := recover(); p != nil {
+		g.observe(Result{Outcome: Failed}, fmt.Errorf("idem: effect panicked: %v", p), start)
+		panic(p)
+	}
 }
 
 // outcomeOf maps a store error to an outcome.

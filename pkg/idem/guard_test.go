@@ -175,7 +175,11 @@ func TestObserverSeesEveryOutcome(t *testing.T) {
 		_, _ = g.Do(ctx, "held", nil, ok("v")) // in progress
 		return nil, nil
 	})
-	want := map[idem.Outcome]int{idem.Executed: 2, idem.Duplicate: 1, idem.Mismatch: 1, idem.Failed: 1, idem.Rejected: 1, idem.InProgress: 1}
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = g.Do(ctx, "p", nil, func(context.Context) ([]byte, error) { panic("boom") }) // failed
+	}()
+	want := map[idem.Outcome]int{idem.Executed: 2, idem.Duplicate: 1, idem.Mismatch: 1, idem.Failed: 2, idem.Rejected: 1, idem.InProgress: 1}
 	for o, n := range want {
 		if seen[o] != n {
 			t.Errorf("%v seen %d times, want %d (all: %v)", o, seen[o], n, seen)

@@ -1,0 +1,129 @@
+package main
+
+// Fault injection for the integration harness. Everything here is inert
+// unless its environment variable is set, except the "poison" body field,
+// which only a test producer sends. A fork deletes this file and the three
+// calls to it in effect.go.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// ErrInjected is the error of an injected effect failure.
+var ErrInjected = errors.New("consumer: injected fault")
+
+// Faults are the fault switches.
+type Faults struct {
+	// HookURL (FAULT_HOOK_URL) is POSTed ?point=before-effect&key=… right
+	// before the effect and ?point=after-effect&key=… right after it, before
+	// the receipt is written. The harness may SIGKILL the process instead of
+	// answering.
+	HookURL string
+	// FailKeys (FAULT_EFFECT_FAIL_KEYS, comma-separated order ids) make the
+	// effect fail transiently on their first FailTimes attempts
+	// (FAULT_EFFECT_FAIL_TIMES, default 1).
+	FailKeys  map[string]bool
+	FailTimes int
+}
+
+func loadFaults(e *env) Faults {
+	f := Faults{
+		HookURL:   e.httpURL("FAULT_HOOK_URL"),
+		FailTimes: e.integer("FAULT_EFFECT_FAIL_TIMES", 1, 0),
+	}
+	for k := range strings.SplitSeq(e.getenv("FAULT_EFFECT_FAIL_KEYS"), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			if f.FailKeys == nil {
+				f.FailKeys = make(map[string]bool)
+			}
+			f.FailKeys[k] = true
+		}
+	}
+	return f
+}
+
+// faults applies Faults. The zero value and nil do nothing but honour
+// poison orders.
+type faults struct {
+	Faults
+	client *http.Client
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	calls map[string]int // per key, when the context carries no lease (tx mode)
+}
+
+func newFaults(f Faults, client *http.Client, log *slog.Logger) *faults {
+	return &faults{Faults: f, client: client, log: log, calls: make(map[string]int)}
+}
+
+// hook calls the harness at point. Its answer does not matter: what matters
+// is that the harness may kill the process while we wait.
+func (f *faults) hook(ctx context.Context, point, key string) {
+	if f == nil || f.HookURL == "" {
+		return
+	}
+	u, err := url.Parse(f.HookURL)
+	if err != nil {
+		return // validated by LoadConfig
+	}
+	q := u.Query()
+	q.Set("point", point)
+	q.Set("key", key)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		f.log.DebugContext(ctx, "fault hook", slog.String("point", point), slog.String("error", err.Error()))
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		f.log.DebugContext(ctx, "fault hook", slog.String("point", point), slog.Int("status", resp.StatusCode))
+	}
+}
+
+// effectError returns the injected failure of the effect for key, if any.
+func (f *faults) effectError(ctx context.Context, key string, body string) error {
+	var p struct {
+		Poison bool `json:"poison"`
+	}
+	if json.Unmarshal([]byte(body), &p) == nil && p.Poison {
+		return fmt.Errorf("%w: poison order %q fails every time", ErrInjected, key)
+	}
+	if f == nil || !f.FailKeys[key] {
+		return nil
+	}
+	attempt := f.attempt(ctx, key)
+	if attempt <= f.FailTimes {
+		return fmt.Errorf("%w: transient failure of order %q, attempt %d of %d failing", ErrInjected, key, attempt, f.FailTimes)
+	}
+	return nil
+}
+
+// attempt is the Guard's attempt count in lease mode; transactional mode has
+// no lease, so it counts the calls of this process instead.
+func (f *faults) attempt(ctx context.Context, key string) int {
+	if l, ok := idem.LeaseFromContext(ctx); ok {
+		return l.Attempt
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[key]++
+	return f.calls[key]
+}

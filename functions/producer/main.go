@@ -1,0 +1,44 @@
+// Command producer is the Lambda function that publishes orders to the
+// queue without sending one twice. main only wires configuration and
+// clients; the logic is in producer.go.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
+)
+
+func main() {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Error("aws configuration", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	store, err := dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.IdemTable)
+	if err != nil {
+		log.Error("idempotency store", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	p, err := NewProducer(cfg, store, sqs.NewFromConfig(awsCfg), log)
+	if err != nil {
+		log.Error("producer", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(p.Handle)
+}

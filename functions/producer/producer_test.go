@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
+)
+
+// fakeSQS accepts messages, except the entries it is told to fail.
+type fakeSQS struct {
+	mu       sync.Mutex
+	calls    []int          // entries per call
+	received map[string]int // order id → messages accepted
+	bodies   map[string]string
+	failLeft map[string]int // order id → entries still to fail
+	sender   map[string]bool
+	gate     chan struct{} // when set, calls wait for it to close
+}
+
+var _ SQS = (*fakeSQS)(nil)
+
+func (f *fakeSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(in.Entries) > maxBatch {
+		return nil, fmt.Errorf("too many entries: %d", len(in.Entries))
+	}
+	f.calls = append(f.calls, len(in.Entries))
+	if f.received == nil {
+		f.received, f.bodies = map[string]int{}, map[string]string{}
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		attr := e.MessageAttributes[OrderIDAttribute]
+		id := aws.ToString(attr.StringValue)
+		if aws.ToString(attr.DataType) != "String" || id == "" {
+			return nil, errors.New("entry without the orderId attribute")
+		}
+		if f.sender[id] || f.failLeft[id] > 0 {
+			f.failLeft[id]--
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{
+				Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("try again"), SenderFault: f.sender[id],
+			})
+			continue
+		}
+		f.received[id]++
+		f.bodies[id] = aws.ToString(e.MessageBody)
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{
+			Id: e.Id, MessageId: aws.String("msg-" + id),
+		})
+	}
+	return out, nil
+}
+
+func (f *fakeSQS) stats() (calls []int, received map[string]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	received = map[string]int{}
+	for k, v := range f.received {
+		received[k] = v
+	}
+	return append([]int(nil), f.calls...), received
+}
+
+func newProducer(t *testing.T, store idem.Store, client SQS, extra map[string]string) *Producer {
+	t.Helper()
+	env := map[string]string{"IDEM_TABLE": "idem", "QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/orders"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProducer(cfg, store, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.backoff = time.Millisecond
+	p.linger = 100 * time.Millisecond // generous, so batches fill under -race
+	return p
+}
+
+func orders(ids ...string) Input {
+	var in Input
+	for _, id := range ids {
+		in.Orders = append(in.Orders, json.RawMessage(fmt.Sprintf(`{"orderId": %q, "customer": "c", "amountCents": 100}`, id)))
+	}
+	return in
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(prefix, i)
+	}
+	return out
+}
+
+func run(t *testing.T, p *Producer, in Input) Output {
+	t.Helper()
+	out, err := p.Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSendBatchesAndRerun(t *testing.T) {
+	store, client := idemtest.NewMemoryStore(), &fakeSQS{}
+	p := newProducer(t, store, client, nil)
+	in := orders(ids("o-", 25)...)
+
+	out := run(t, p, in)
+	if out.Sent != 25 || out.Failed != 0 || len(out.Failures) != 0 {
+		t.Fatalf("first run = %+v, want 25 sent", out)
+	}
+	calls, received := client.stats()
+	if len(calls) != 3 {
+		t.Errorf("%d SendMessageBatch calls %v, want 3 for 25 orders", len(calls), calls)
+	}
+	for id, n := range received {
+		if n != 1 {
+			t.Errorf("order %s sent %d times", id, n)
+		}
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(client.bodies["o-7"]), &body); err != nil || body["orderId"] != "o-7" ||
+		strings.Contains(client.bodies["o-7"], " ") {
+		t.Errorf("body %q, want the compact order", client.bodies["o-7"])
+	}
+
+	// A re-triggered producer, with the input formatted differently.
+	in2 := Input{}
+	for _, id := range ids("o-", 25) {
+		in2.Orders = append(in2.Orders, json.RawMessage(fmt.Sprintf("{\n  \"orderId\":%q,\"customer\":\"c\",\n \"amountCents\":100}", id)))
+	}
+	out = run(t, p, in2)
+	if out.Duplicates != 25 || out.Sent != 0 {
+		t.Errorf("re-run = %+v, want 25 duplicates", out)
+	}
+	if calls2, _ := client.stats(); len(calls2) != len(calls) {
+		t.Errorf("re-run made %d more SendMessageBatch calls", len(calls2)-len(calls))
+	}
+}
+
+func TestConcurrentRunsInProgress(t *testing.T) {
+	store, client := idemtest.NewMemoryStore(), &fakeSQS{gate: make(chan struct{})}
+	p := newProducer(t, store, client, nil)
+	in := orders("a", "b", "c")
+	first := make(chan Output)
+	go func() {
+		out, _ := p.Handle(context.Background(), in) // no t.Fatal off the test goroutine
+		first <- out
+	}()
+
+	// Wait until the first run holds the three records.
+	g, _ := idem.New(store, "producer")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		rec, ok, _ := store.Get(context.Background(), g.StorageKey("c"))
+		if ok && rec.Status == idem.StatusInProgress {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first run did not acquire")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	second := run(t, p, in)
+	if second.InProgress != 3 {
+		t.Errorf("second run = %+v, want 3 in progress", second)
+	}
+	close(client.gate)
+	if out := <-first; out.Sent != 3 {
+		t.Errorf("first run = %+v, want 3 sent", out)
+	}
+}
+
+func TestPartialBatchFailure(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	client := &fakeSQS{
+		failLeft: map[string]int{"flaky": 2, "down": 100},
+		sender:   map[string]bool{"invalid": true},
+	}
+	p := newProducer(t, store, client, nil)
+	out := run(t, p, orders("ok-1", "flaky", "down", "invalid", "ok-2"))
+	if out.Sent != 3 || out.Failed != 2 {
+		t.Fatalf("out = %+v, want 3 sent (flaky retried) and 2 failed", out)
+	}
+	for _, f := range out.Failures {
+		if f.OrderID != "down" && f.OrderID != "invalid" || !strings.Contains(f.Reason, ErrSend.Error()) {
+			t.Errorf("failure %+v", f)
+		}
+	}
+	_, received := client.stats()
+	if received["flaky"] != 1 {
+		t.Errorf("flaky sent %d times, want 1", received["flaky"])
+	}
+	if left := client.failLeft["down"]; left != 100-3 {
+		t.Errorf("down tried %d times, want 3", 100-left)
+	}
+	if client.failLeft["invalid"] != -1 {
+		t.Errorf("invalid (sender fault) tried %d times, want 1", -client.failLeft["invalid"])
+	}
+
+	// The failed orders were released: the next run sends them, and only them.
+	g, _ := idem.New(store, "producer")
+	if rec, _, _ := store.Get(context.Background(), g.StorageKey("down")); rec.Status != idem.StatusFailed {
+		t.Errorf("record of a failed send is %s, want FAILED", rec.Status)
+	}
+	client.mu.Lock()
+	client.failLeft, client.sender = nil, nil
+	client.mu.Unlock()
+	out = run(t, p, orders("ok-1", "flaky", "down", "invalid", "ok-2"))
+	if out.Sent != 2 || out.Duplicates != 3 {
+		t.Errorf("second run = %+v, want the 2 failed sent, 3 duplicates", out)
+	}
+}
+
+func TestBadOrders(t *testing.T) {
+	client := &fakeSQS{}
+	p := newProducer(t, idemtest.NewMemoryStore(), client, nil)
+	in := Input{Orders: []json.RawMessage{
+		json.RawMessage(`{"customer": "no id"}`),
+		json.RawMessage(`{"orderId": 42}`),
+		json.RawMessage(`"just a string"`),
+		json.RawMessage(`{"orderId": "good"}`),
+	}}
+	out := run(t, p, in)
+	if out.Sent != 1 || out.Failed != 3 {
+		t.Errorf("out = %+v, want 1 sent, 3 failed", out)
+	}
+	for _, f := range out.Failures {
+		if !strings.Contains(f.Reason, ErrBadOrder.Error()) {
+			t.Errorf("failure %+v, want a bad order", f)
+		}
+	}
+	if out := run(t, p, Input{}); out.Sent+out.Failed != 0 || out.Failures == nil {
+		t.Errorf("empty input = %+v", out)
+	}
+}
+
+func TestFaultSwitches(t *testing.T) {
+	t.Run("FAULT_FAIL_SEND", func(t *testing.T) {
+		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
+		out := run(t, newProducer(t, store, client, map[string]string{"FAULT_FAIL_SEND": "true"}), orders("a", "b"))
+		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, ErrInjected.Error()) {
+			t.Errorf("out = %+v, want 2 injected failures", out)
+		}
+		if calls, _ := client.stats(); len(calls) != 0 {
+			t.Errorf("the real client was called %d times", len(calls))
+		}
+		// Released: a run without the fault sends both.
+		if out := run(t, newProducer(t, store, client, nil), orders("a", "b")); out.Sent != 2 {
+			t.Errorf("after the fault: %+v, want 2 sent", out)
+		}
+	})
+	t.Run("FAULT_FAIL_SEND_KEYS", func(t *testing.T) {
+		client := &fakeSQS{}
+		out := run(t, newProducer(t, idemtest.NewMemoryStore(), client, map[string]string{"FAULT_FAIL_SEND_KEYS": "b, c"}),
+			orders("a", "b", "c", "d"))
+		if out.Sent != 2 || out.Failed != 2 {
+			t.Errorf("out = %+v, want a and d sent, b and c failed", out)
+		}
+		if _, received := client.stats(); received["b"]+received["c"] != 0 || received["a"] != 1 {
+			t.Errorf("received %v", received)
+		}
+	})
+	t.Run("FAULT_FAIL_POST_SEND_UPDATE", func(t *testing.T) {
+		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
+		env := map[string]string{
+			"FAULT_FAIL_POST_SEND_UPDATE": "true", "IDEM_LEASE": "300ms", "IDEM_SAFETY_MARGIN": "50ms",
+		}
+		p := newProducer(t, store, client, env)
+		out := run(t, p, orders("a", "b"))
+		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, "receipt was not written") {
+			t.Errorf("out = %+v, want 2 sent-but-not-recorded failures", out)
+		}
+		// No re-send storm: while the lease lives, a re-run sends nothing.
+		if out := run(t, p, orders("a", "b")); out.InProgress != 2 {
+			t.Errorf("re-run = %+v, want 2 in progress", out)
+		}
+		if _, received := client.stats(); received["a"] != 1 || received["b"] != 1 {
+			t.Errorf("received %v, want each once", received)
+		}
+		// After the lease a re-run sends again; the consumer dedups by order id.
+		time.Sleep(350 * time.Millisecond)
+		run(t, p, orders("a", "b"))
+		if _, received := client.stats(); received["a"] != 2 {
+			t.Errorf("received %v, want a re-send after the lease expired", received)
+		}
+	})
+}
+
+func TestFIFOQueue(t *testing.T) {
+	client := &recordingSQS{}
+	p := newProducer(t, idemtest.NewMemoryStore(), client, map[string]string{"QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"})
+	run(t, p, orders("a"))
+	e := client.in.Entries[0]
+	if aws.ToString(e.MessageGroupId) != "a" || aws.ToString(e.MessageDeduplicationId) != "a" {
+		t.Errorf("entry %+v, want group and deduplication id = order id", e)
+	}
+}
+
+type recordingSQS struct{ in *sqs.SendMessageBatchInput }
+
+func (r *recordingSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	r.in = in
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m")})
+	}
+	return out, nil
+}

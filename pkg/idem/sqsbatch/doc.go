@@ -1,0 +1,46 @@
+// Package sqsbatch runs the records of an SQS event through an idem.Guard and
+// reports partial batch failures, so a Lambda function with an SQS event
+// source gets exactly-once effects per idempotency key:
+//
+//	h, err := sqsbatch.New(guard, sqsbatch.MessageID, issueGiftCard)
+//	...
+//	lambda.Start(h.Handle)
+//
+// The event source mapping must have ReportBatchItemFailures enabled
+// (FunctionResponseTypes), or Lambda ignores the response and deletes or
+// retries the whole batch.
+//
+// # Guarantees
+//
+//   - Every record goes through the Guard under its own key. Executed and
+//     Duplicate records succeed; every other outcome (InProgress, Failed,
+//     Mismatch, LeaseLost, Rejected) makes the record a batch item failure,
+//     so SQS delivers it again after the visibility timeout and, after the
+//     queue's maxReceiveCount, moves it to the dead-letter queue. No record
+//     is ever dropped silently.
+//   - Records run concurrently, at most WithConcurrency at a time. An error
+//     or a panic in one record fails that record only.
+//   - FIFO queues (an event source ARN ending in ".fifo"): the records of one
+//     message group run in order, one at a time; after a failure the rest of
+//     the group is failed without running, so a later message never
+//     overtakes an earlier one. Other groups go on.
+//   - Handle returns exactly the failed records' message ids and a nil
+//     error. A non-nil error would make Lambda retry the whole batch,
+//     successes included: they would only come back as duplicates, but it
+//     would cost requests and hide which record failed.
+//
+// # Why a payload mismatch fails the record
+//
+// A key reused with a different payload is permanent: retrying cannot fix
+// it. Failing it anyway sends it to the dead-letter queue after
+// maxReceiveCount, where an operator sees it with the reason logged here.
+// Reporting it as a success would delete a message whose effect never ran.
+//
+// # Logs
+//
+// One line per failed record (WARN for in-progress and skipped records,
+// ERROR otherwise) and one DEBUG line per successful record, with the
+// Lambda request id, the message id, the storage key (namespace#sha256 of
+// the key unless the Guard uses plain keys), the outcome, the attempts and
+// the error. Message bodies are never logged.
+package sqsbatch

@@ -1,0 +1,315 @@
+package sqsbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// DefaultConcurrency is how many records of a batch run at once by default.
+const DefaultConcurrency = 10
+
+var (
+	// ErrPanic wraps the value of a panic in the effect; the record fails.
+	ErrPanic = errors.New("sqsbatch: effect panicked")
+	// ErrGroupFailed: an earlier message of the same FIFO message group
+	// failed in this batch, so this one was not run (it would overtake it).
+	ErrGroupFailed = errors.New("sqsbatch: earlier message of group failed")
+)
+
+// Func is the effect of one record, run at most once per key (lease mode).
+// ctx carries the lease (idem.LeaseFromContext) and ends before it does.
+type Func func(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error)
+
+// TxFunc returns the effect of one record as store writes, committed with
+// the receipt (transactional mode). It runs for every delivery, duplicates
+// included, and must have no side effect of its own.
+type TxFunc func(ctx context.Context, key string, msg events.SQSMessage) (idem.Tx, error)
+
+// Record is what happened to one record, passed to the WithRecordHook
+// function.
+type Record struct {
+	MessageID string
+	// Key is the idempotency key, "" when the KeyFunc found none.
+	Key string
+	// Outcome is the Guard's. It is idem.Rejected when no key was found, and
+	// zero when the record was not run because an earlier message of its
+	// FIFO group failed (Err wraps ErrGroupFailed).
+	Outcome  idem.Outcome
+	Attempts int
+	Err      error
+	// Failed: the record is reported as a batch item failure.
+	Failed bool
+}
+
+// Option configures a Handler.
+type Option func(*options) error
+
+type options struct {
+	concurrency int
+	logger      *slog.Logger
+	payload     func(events.SQSMessage) []byte
+	hook        func(context.Context, Record)
+}
+
+// WithConcurrency bounds how many records of a batch run at once. Default
+// DefaultConcurrency. On FIFO queues it bounds the message groups running
+// at once.
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: concurrency %d is not positive", idem.ErrInvalid, n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", idem.ErrInvalid)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithPayload sets what is fingerprinted to detect a key reused for other
+// content. Default: the body. Return nil to skip the check.
+func WithPayload(fn func(events.SQSMessage) []byte) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil payload function", idem.ErrInvalid)
+		}
+		o.payload = fn
+		return nil
+	}
+}
+
+// WithRecordHook calls fn once per record after it is done, with the ctx
+// given to Handle, e.g. to count outcomes. fn is called from several
+// goroutines at once and must be safe for concurrent use.
+func WithRecordHook(fn func(ctx context.Context, r Record)) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil record hook", idem.ErrInvalid)
+		}
+		o.hook = fn
+		return nil
+	}
+}
+
+// Handler runs SQS batches through a Guard. It is safe for concurrent use.
+type Handler struct {
+	guard *idem.Guard
+	key   KeyFunc
+	fn    Func
+	txfn  TxFunc
+	opts  options
+}
+
+// New returns a Handler that runs fn for each record in lease mode (any side
+// effect), keyed by key.
+func New(g *idem.Guard, key KeyFunc, fn Func, opts ...Option) (*Handler, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil function", idem.ErrInvalid)
+	}
+	return newHandler(g, key, opts, &Handler{fn: fn})
+}
+
+// NewTx returns a Handler in transactional mode: fn's writes are committed
+// with the receipt in one transaction. The Guard's store must implement
+// idem.TxStore.
+func NewTx(g *idem.Guard, key KeyFunc, fn TxFunc, opts ...Option) (*Handler, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil function", idem.ErrInvalid)
+	}
+	return newHandler(g, key, opts, &Handler{txfn: fn})
+}
+
+func newHandler(g *idem.Guard, key KeyFunc, opts []Option, h *Handler) (*Handler, error) {
+	if g == nil {
+		return nil, fmt.Errorf("%w: nil guard", idem.ErrInvalid)
+	}
+	if key == nil {
+		return nil, fmt.Errorf("%w: nil key function", idem.ErrInvalid)
+	}
+	h.guard, h.key = g, key
+	h.opts = options{
+		concurrency: DefaultConcurrency,
+		logger:      slog.Default(),
+		payload:     func(m events.SQSMessage) []byte { return []byte(m.Body) },
+	}
+	for _, opt := range opts {
+		if err := opt(&h.opts); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Handle runs the records of ev and returns the failed ones as batch item
+// failures. The error is always nil: see the package documentation.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	if len(ev.Records) == 0 {
+		return resp, nil
+	}
+	log := h.opts.logger
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		log = log.With(slog.String("request_id", lc.AwsRequestID))
+	}
+
+	// A unit runs on one worker, in order: one record on a standard queue,
+	// one message group on a FIFO queue.
+	units := split(ev.Records)
+	failed := make([]bool, len(ev.Records)) // each index written by one worker
+	work := make(chan []int)
+	var wg sync.WaitGroup
+	for range min(h.opts.concurrency, len(units)) {
+		wg.Go(func() {
+			for unit := range work {
+				h.runUnit(ctx, log, ev.Records, unit, failed)
+			}
+		})
+	}
+	for _, unit := range units {
+		work <- unit
+	}
+	close(work)
+	wg.Wait()
+
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures,
+				events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// split groups the indexes of records into units of work. The queue type is
+// taken from the first record: a batch comes from one event source.
+func split(records []events.SQSMessage) [][]int {
+	if !strings.HasSuffix(records[0].EventSourceARN, ".fifo") {
+		units := make([][]int, len(records))
+		for i := range records {
+			units[i] = []int{i}
+		}
+		return units
+	}
+	var units [][]int
+	group := make(map[string]int) // message group id → index in units
+	for i, r := range records {
+		id := r.Attributes["MessageGroupId"]
+		g, ok := group[id]
+		if !ok {
+			g = len(units)
+			group[id] = g
+			units = append(units, nil)
+		}
+		units[g] = append(units[g], i)
+	}
+	return units
+}
+
+func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, unit []int, failed []bool) {
+	groupFailed := false
+	for _, i := range unit {
+		var r Record
+		if groupFailed {
+			r = Record{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
+		} else {
+			r = h.runRecord(ctx, log, records[i])
+		}
+		failed[i] = r.Failed
+		groupFailed = groupFailed || r.Failed
+		h.logRecord(ctx, log, r)
+		if h.opts.hook != nil {
+			h.opts.hook(ctx, r)
+		}
+	}
+}
+
+func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage) (r Record) {
+	r.MessageID = msg.MessageId
+	key, err := h.key(msg)
+	if err == nil && key == "" {
+		err = fmt.Errorf("%w: empty key", ErrNoKey)
+	}
+	if err != nil {
+		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", err), true
+		return r
+	}
+	r.Key = key
+
+	// The Guard releases the record and re-raises a panic; stop it here so
+	// it fails this record only.
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "effect panicked",
+				slog.String("message_id", msg.MessageId),
+				slog.Any("panic", p),
+				slog.String("stack", string(debug.Stack())))
+			r.Outcome, r.Err, r.Failed = idem.Failed, fmt.Errorf("%w: %v", ErrPanic, p), true
+		}
+	}()
+
+	var res idem.Result
+	payload := h.opts.payload(msg)
+	if h.txfn != nil {
+		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.Tx, error) {
+			return h.txfn(ctx, key, msg)
+		})
+	} else {
+		res, err = h.guard.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+			return h.fn(ctx, key, msg)
+		})
+	}
+	r.Outcome, r.Attempts, r.Err = res.Outcome, res.Attempts, err
+	r.Failed = err != nil || (res.Outcome != idem.Executed && res.Outcome != idem.Duplicate)
+	return r
+}
+
+func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r Record) {
+	attrs := []slog.Attr{
+		slog.String("message_id", r.MessageID),
+		slog.String("outcome", outcomeName(r)),
+		slog.Int("attempts", r.Attempts),
+	}
+	if r.Key != "" {
+		// The storage key: hashed unless the Guard uses plain keys, and what
+		// an operator looks up in the table.
+		attrs = append(attrs, slog.String("record_key", h.guard.StorageKey(r.Key)))
+	}
+	if !r.Failed {
+		log.LogAttrs(ctx, slog.LevelDebug, "record done", attrs...)
+		return
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+	}
+	level := slog.LevelError
+	if r.Outcome == idem.InProgress || errors.Is(r.Err, ErrGroupFailed) {
+		level = slog.LevelWarn // routine: the record comes back later
+	}
+	log.LogAttrs(ctx, level, "record failed", attrs...)
+}
+
+func outcomeName(r Record) string {
+	if r.Outcome == 0 {
+		return "skipped"
+	}
+	return r.Outcome.String()
+}
