@@ -1,0 +1,88 @@
+// Command infra is the CDK app (cdk.json: "go run ./infra").
+//
+// Context (cdk.json or -c key=value):
+//
+//	profile          default | test           (DefaultConfig / TestConfig)
+//	stackName        default SqsIdem / SqsIdemTest
+//	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
+//	mode             lease | transactional
+//	effectUrl        sets EFFECT_URL on the consumer
+//	consumerCode     asset dir, default build/consumer
+//	producerCode     asset dir, default build/producer
+//	nag              true: run the AwsSolutions and Serverless cdk-nag packs
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+func main() {
+	err := run()
+	jsii.Close() // stop the node child process before exiting
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	app := awscdk.NewApp(nil)
+	ctx := func(key string) string {
+		if v := app.Node().TryGetContext(jsii.String(key)); v != nil {
+			return fmt.Sprint(v) // -c values are strings, cdk.json may hold bools
+		}
+		return ""
+	}
+
+	var cfg Config
+	stackName := "SqsIdem"
+	switch p := ctx("profile"); p {
+	case "", "default":
+		cfg = DefaultConfig()
+	case "test":
+		cfg = TestConfig()
+		stackName = "SqsIdemTest"
+	default:
+		return fmt.Errorf("unknown profile %q (want default or test)", p)
+	}
+	if v := ctx("stackName"); v != "" {
+		stackName = v
+	}
+	if v := ctx("functionTimeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("context functionTimeout: %w", err)
+		}
+		cfg.FunctionTimeout = d
+	}
+	if v := ctx("mode"); v != "" {
+		cfg.Mode = v
+	}
+	cfg.EffectURL = ctx("effectUrl")
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	stack := NewStack(app, stackName, &StackProps{
+		Config:       cfg,
+		ConsumerCode: ctx("consumerCode"),
+		ProducerCode: ctx("producerCode"),
+	})
+	if ctx("nag") == "true" {
+		ApplyNag(stack)
+	}
+	app.Synth(nil)
+	return nil
+}
+
+// ApplyNag adds the cdk-nag packs the stack is kept clean against.
+func ApplyNag(stack awscdk.Stack) {
+	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	awscdk.Aspects_Of(stack).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+}
