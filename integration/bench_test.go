@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,18 +19,6 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
-// TestMain stops the DynamoDB Local that the benchmarks start lazily (once
-// per process), whatever the tests and benchmarks did.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if benchDB != nil {
-		if err := benchDB.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop DynamoDB Local:", err)
-		}
-	}
-	os.Exit(code)
-}
-
 // benchEnv is what every benchmark shares: one DynamoDB Local, a client
 // counting the requests it sends, a receipt table and a ledger table.
 type benchEnv struct {
@@ -42,7 +29,6 @@ type benchEnv struct {
 }
 
 var (
-	benchDB      *emu.Server
 	benchOnce    sync.Once
 	benchShared  *benchEnv
 	benchErr     error
@@ -55,18 +41,7 @@ func setupBench(b *testing.B) *benchEnv {
 	benchOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 		defer cancel()
-		url := os.Getenv("AWS_ENDPOINT_URL")
-		if url == "" {
-			root, err := emu.RepoRoot()
-			if err != nil {
-				benchErr = err
-				return
-			}
-			if benchDB, benchErr = emu.StartDynamoDB(ctx, root); benchErr != nil {
-				return
-			}
-			url = benchDB.URL()
-		}
+		url := dynamoEndpoint(b)
 		// The SQS client is not used; giving it an endpoint too keeps
 		// Clients on its emulator path (dummy credentials, fixed region).
 		plain, _, err := emu.Clients(ctx, url, url)

@@ -1,0 +1,276 @@
+// Package system runs one copy of the stack locally: resources provisioned
+// from the synthesized template, the real consumer and producer binaries
+// under the Lambda Runtime API harness, and an event-source-mapping poller
+// between the queue and the consumers. The integration tests and `make demo`
+// drive it and check the invariant with it.
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/countproxy"
+	"github.com/exactlyonce/sqsidem/integration/internal/emu"
+	"github.com/exactlyonce/sqsidem/integration/internal/esm"
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/provision"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
+)
+
+// Config says what to run.
+type Config struct {
+	Template       string // synthesized CloudFormation template (test profile)
+	DynamoURL      string
+	SQSURL         string
+	ConsumerBinary string // host builds with -tags lambda.norpc
+	ProducerBinary string
+	// Consumers is the number of consumer instances (default 4). The poller
+	// runs min(Consumers, the mapping's maximum concurrency) loops.
+	Consumers int
+	// ConsumerEnv and ProducerEnv are added to the template's variables.
+	ConsumerEnv map[string]string
+	ProducerEnv map[string]string
+	// NoPoller leaves the queue alone: the test invokes consumers itself.
+	NoPoller bool
+	// Log receives the Lambdas' raw output (default: discarded).
+	Log io.Writer
+}
+
+// System is a running copy of the stack.
+type System struct {
+	Stack    *provision.Stack
+	Queue    *provision.Queue
+	DLQ      *provision.Queue
+	Mapping  *provision.Mapping
+	Receipts string // idempotency table
+	Ledger   string // the example effect's table
+	Consumer *lambdarun.Pool
+	Producer *lambdarun.Pool
+	Poller   *esm.Poller
+	DDB      *dynamodb.Client
+	SQS      *sqs.Client
+	// Records holds the outcome of every record the consumers logged.
+	Records *Records
+	// Requests counts the Lambdas' DynamoDB requests on the wire.
+	Requests *countproxy.Proxy
+
+	store      *dynamostore.Store
+	namespace  string
+	stopPoller context.CancelFunc
+	pollerDone chan struct{}
+	closeOnce  sync.Once
+}
+
+// Start provisions the stack and starts the Lambdas. Close stops
+// everything, also when Start fails half way.
+func Start(ctx context.Context, cfg Config) (_ *System, err error) {
+	if cfg.Consumers <= 0 {
+		cfg.Consumers = 4
+	}
+	tpl, err := provision.LoadTemplate(cfg.Template)
+	if err != nil {
+		return nil, fmt.Errorf("system: %w (run `make synth-test`)", err)
+	}
+	ddb, sqsc, err := emu.Clients(ctx, cfg.DynamoURL, cfg.SQSURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &System{DDB: ddb, SQS: sqsc, Records: newRecords()}
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if s.Stack, err = provision.Provision(ctx, tpl, sqsc, ddb, provision.NewSuffix()); err != nil {
+		return nil, fmt.Errorf("system: provision: %w", err)
+	}
+	if err := s.find(); err != nil {
+		return nil, err
+	}
+	if s.store, err = dynamostore.New(ddb, s.Receipts); err != nil {
+		return nil, err
+	}
+	if s.Requests, err = countproxy.Start(cfg.DynamoURL); err != nil {
+		return nil, err
+	}
+
+	consumerFn, err := s.Stack.FindFunction("Consumer")
+	if err != nil {
+		return nil, err
+	}
+	producerFn, err := s.Stack.FindFunction("Producer")
+	if err != nil {
+		return nil, err
+	}
+	if s.Mapping, err = s.Stack.MappingFor(consumerFn); err != nil {
+		return nil, err
+	}
+	s.namespace = consumerFn.Env["IDEM_NAMESPACE"]
+
+	logs := cfg.Log
+	if logs == nil {
+		logs = io.Discard
+	}
+	consumerLog := io.MultiWriter(logs, s.Records)
+	env := s.lambdaEnv(cfg.SQSURL)
+	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
+		Name:     "consumer",
+		Binary:   cfg.ConsumerBinary,
+		Env:      merge(consumerFn.Env, env, map[string]string{"LOG_LEVEL": "DEBUG"}, cfg.ConsumerEnv),
+		Timeout:  consumerFn.Timeout,
+		MemoryMB: consumerFn.MemoryMB,
+	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
+	if err != nil {
+		return nil, fmt.Errorf("system: start consumers: %w", err)
+	}
+	s.Producer, err = lambdarun.Start(ctx, lambdarun.Function{
+		Name:     "producer",
+		Binary:   cfg.ProducerBinary,
+		Env:      merge(producerFn.Env, env, cfg.ProducerEnv),
+		Timeout:  producerFn.Timeout,
+		MemoryMB: producerFn.MemoryMB,
+	}, 2, lambdarun.WithLog(logs))
+	if err != nil {
+		return nil, fmt.Errorf("system: start producers: %w", err)
+	}
+	if !cfg.NoPoller {
+		s.startPoller(min(cfg.Consumers, max(s.Mapping.MaxConcurrency, 1)))
+	}
+	return s, nil
+}
+
+func (s *System) find() error {
+	var err error
+	if s.Queue, err = s.Stack.FindQueue("Queue"); err != nil {
+		return err
+	}
+	if s.DLQ, err = s.Stack.FindQueue("DeadLetterQueue"); err != nil {
+		return err
+	}
+	receipts, err := s.Stack.FindTable("IdempotencyTable")
+	if err != nil {
+		return err
+	}
+	ledger, err := s.Stack.FindTable("LedgerTable")
+	if err != nil {
+		return err
+	}
+	s.Receipts, s.Ledger = receipts.Name, ledger.Name
+	return nil
+}
+
+// lambdaEnv points the Lambdas' SDK at the emulators (through the request
+// counter) with dummy credentials, unless AWS_ENDPOINT_URL (LocalStack)
+// is set, which the processes inherit.
+func (s *System) lambdaEnv(sqsURL string) map[string]string {
+	env := map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": s.Requests.URL(),
+		"AWS_ENDPOINT_URL_SQS":      sqsURL,
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") == "" {
+		env["AWS_ACCESS_KEY_ID"] = "test"
+		env["AWS_SECRET_ACCESS_KEY"] = "test"
+		env["AWS_SESSION_TOKEN"] = ""
+		env["AWS_REGION"] = s.Stack.Region
+	}
+	return env
+}
+
+func (s *System) startPoller(loops int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopPoller = cancel
+	s.pollerDone = make(chan struct{})
+	s.Poller = &esm.Poller{
+		Client:                  s.SQS,
+		QueueURL:                s.Queue.URL,
+		QueueARN:                s.Queue.ARN,
+		Region:                  s.Stack.Region,
+		BatchSize:               s.Mapping.BatchSize,
+		MaxConcurrency:          loops,
+		WaitTime:                time.Second,
+		Invoker:                 s.Consumer,
+		ReportBatchItemFailures: s.Mapping.ReportBatchItemFailures,
+	}
+	go func() {
+		defer close(s.pollerDone)
+		_ = s.Poller.Run(ctx)
+	}()
+}
+
+// Close stops the poller and the Lambdas and deletes what was provisioned.
+func (s *System) Close(ctx context.Context) error {
+	var errs []error
+	s.closeOnce.Do(func() {
+		if s.stopPoller != nil {
+			s.stopPoller()
+			<-s.pollerDone
+		}
+		if s.Consumer != nil {
+			s.Consumer.Stop()
+		}
+		if s.Producer != nil {
+			s.Producer.Stop()
+		}
+		if s.Requests != nil {
+			errs = append(errs, s.Requests.Close())
+		}
+		if s.Stack != nil {
+			errs = append(errs, s.Stack.Teardown(ctx))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Receipt returns the consumer's record for an order id.
+func (s *System) Receipt(ctx context.Context, orderID string) (idem.Record, bool, error) {
+	g, err := idem.New(s.store, s.namespace)
+	if err != nil {
+		return idem.Record{}, false, err
+	}
+	return s.store.Get(ctx, g.StorageKey(orderID))
+}
+
+// BuildLambdas compiles the consumer and producer for this machine into dir,
+// as the Makefile does, and returns their paths.
+func BuildLambdas(ctx context.Context, root, dir string) (consumer, producer string, err error) {
+	for _, name := range []string{"consumer", "producer"} {
+		out := filepath.Join(dir, name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-o", out, "./functions/"+name)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("system: build %s: %w\n%s", name, err, b)
+		}
+	}
+	return filepath.Join(dir, "consumer"), filepath.Join(dir, "producer"), nil
+}
+
+// FindTemplate returns the single template in the test profile's assembly.
+func FindTemplate(root string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(root, "cdk.test.out", "*.template.json"))
+	if len(matches) != 1 {
+		return "", fmt.Errorf("system: want one template in %s/cdk.test.out, found %d (run `make synth-test`)", root, len(matches))
+	}
+	return matches[0], nil
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,416 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// Every scenario checks the invariant: each order sent is applied exactly
+// once in the ledger, or sits in the DLQ with a reason; nothing vanishes.
+// They run in parallel, each on its own provisioned copy of the stack, since
+// most of their time is spent waiting for visibility timeouts.
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestThousandOrdersWithDuplicates: 1,000 orders published by the producer
+// in chunks, 30% duplicates (300 re-triggered producer sends plus 300 raw
+// duplicate messages), 4 consumer instances.
+func TestThousandOrdersWithDuplicates(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 4})
+	ctx := ctxFor(t, 5*time.Minute)
+	orders := system.Orders("bulk", 1000)
+
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	chunks := slices.Collect(slices.Chunk(orders, 50))
+	for i, chunk := range chunks {
+		wg.Go(func() {
+			res, err := s.Produce(ctx, chunk)
+			if err != nil || res.Failed > 0 {
+				t.Errorf("producer chunk %d: %+v, %v", i, res, err)
+			}
+			sent.Add(int64(res.Sent))
+		})
+		if i%2 == 1 {
+			wg.Wait() // two producer instances
+		}
+	}
+	wg.Wait()
+	// The scheduler re-triggers the first 300 orders: the producer's guard
+	// must not send them again.
+	for _, chunk := range chunks[:6] {
+		res, err := s.Produce(ctx, chunk)
+		if err != nil || res.Sent != 0 || res.Duplicates != len(chunk) {
+			t.Errorf("re-triggered producer: %+v, %v; want every order a duplicate", res, err)
+		}
+	}
+	// Another upstream sends 300 raw duplicates the producer never saw.
+	var dups []system.Order
+	for i := 0; i < len(orders); i += 10 {
+		dups = append(dups, orders[i], orders[i+3], orders[i+7])
+	}
+	if err := s.SendRaw(ctx, dups...); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 4*time.Minute)
+
+	r := check(t, s, orders)
+	if sent.Load() != 1000 {
+		t.Errorf("producer sent %d messages, want 1000", sent.Load())
+	}
+	if r.Applied != 1000 || r.DoubleEffects != 0 || len(r.DeadLetters) != 0 {
+		t.Fatalf("applied %d, double effects %d, DLQ %d; want 1000, 0, 0", r.Applied, r.DoubleEffects, len(r.DeadLetters))
+	}
+	if r.Outcomes["executed"] != 1000 || r.Outcomes["duplicate"] < 300-r.Outcomes["in_progress"] {
+		t.Fatalf("outcomes %v: want 1000 executed and the 300 duplicates suppressed", r.Outcomes)
+	}
+}
+
+// TestOneOrderToEightInstances delivers the same message to 8 consumer
+// instances at the same moment.
+func TestOneOrderToEightInstances(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 8, NoPoller: true})
+	ctx := ctxFor(t, time.Minute)
+	order := system.Orders("same", 1)
+	payload, err := s.Event("msg-same-0", order[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var ok, retry atomic.Int32
+	start := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			failed, err := s.InvokeConsumer(ctx, payload)
+			switch {
+			case err != nil:
+				t.Errorf("invoke: %v", err)
+			case len(failed) == 0:
+				ok.Add(1)
+			default:
+				retry.Add(1) // in progress: comes back after the visibility timeout
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	r := check(t, s, order)
+	if r.Applied != 1 || r.DoubleEffects != 0 || r.Outcomes["executed"] != 1 {
+		t.Fatalf("8 concurrent deliveries: %+v", r)
+	}
+	t.Logf("8 concurrent deliveries: %d succeeded (1 executed, %d duplicates), %d told to retry (in progress)", ok.Load(), r.Outcomes["duplicate"], retry.Load())
+}
+
+// killOnce SIGKILLs the consumer instance that reaches point for key, the
+// first time only.
+func killOnce(s *system.System, point, key string) *atomic.Int32 {
+	var kills atomic.Int32
+	s.Consumer.SetFaultFunc(func(p, k string) lambdarun.Action {
+		if p == point && k == key && kills.CompareAndSwap(0, 1) {
+			return lambdarun.Kill
+		}
+		return lambdarun.Continue
+	})
+	return &kills
+}
+
+// TestCrashBeforeEffect: the instance dies before the effect; the order is
+// applied once after the lease expires and the message reappears.
+func TestCrashBeforeEffect(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2})
+	ctx := ctxFor(t, 2*time.Minute)
+	orders := system.Orders("crash-before", 5)
+	kills := killOnce(s, "before-effect", orders[2].OrderID)
+	if err := s.SendRaw(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 90*time.Second)
+	r := check(t, s, orders)
+	if kills.Load() != 1 || r.Applied != 5 || r.DoubleEffects != 0 {
+		t.Fatalf("kills %d, applied %d, double effects %d; want 1, 5, 0", kills.Load(), r.Applied, r.DoubleEffects)
+	}
+	rec := receipt(t, s, orders[2].OrderID)
+	if rec.Attempts != 2 {
+		t.Fatalf("receipt after crash: %+v, want attempt 2", rec)
+	}
+}
+
+// TestCrashAfterEffect: the instance dies after the effect and before the
+// receipt. Lease mode: the effect runs again once the lease expires — the
+// documented window, counted here. Transactional mode: exactly once.
+func TestCrashAfterEffect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode        string
+		wantDoubles int
+	}{
+		{"lease", 1},
+		{"transactional", 0},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			s := startSystem(t, system.Config{Consumers: 2, ConsumerEnv: map[string]string{"IDEM_MODE": tc.mode}})
+			ctx := ctxFor(t, 2*time.Minute)
+			orders := system.Orders("crash-after-"+tc.mode, 5)
+			kills := killOnce(s, "after-effect", orders[1].OrderID)
+			if err := s.SendRaw(ctx, orders...); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, s, 90*time.Second)
+			r := check(t, s, orders)
+			if kills.Load() != 1 || r.Applied != 5 || r.DoubleEffects != tc.wantDoubles {
+				t.Fatalf("%s mode: kills %d, applied %d, double effects %d (%v); want 1, 5, %d",
+					tc.mode, kills.Load(), r.Applied, r.DoubleEffects, r.Doubled, tc.wantDoubles)
+			}
+			if tc.wantDoubles > 0 && !slices.Equal(r.Doubled, []string{orders[1].OrderID}) {
+				t.Fatalf("doubled %v, want only the crashed order", r.Doubled)
+			}
+		})
+	}
+}
+
+// TestTransientEffectError: the effect fails once; the record is released,
+// the message comes back and the retry applies it, attempts on the receipt.
+func TestTransientEffectError(t *testing.T) {
+	t.Parallel()
+	orders := system.Orders("transient", 3)
+	s := startSystem(t, system.Config{Consumers: 2, ConsumerEnv: map[string]string{
+		"FAULT_EFFECT_FAIL_KEYS":  orders[0].OrderID,
+		"FAULT_EFFECT_FAIL_TIMES": "1",
+	}})
+	ctx := ctxFor(t, 2*time.Minute)
+	if err := s.SendRaw(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 90*time.Second)
+	r := check(t, s, orders)
+	if r.Applied != 3 || r.DoubleEffects != 0 || r.Outcomes["failed"] != 1 {
+		t.Fatalf("applied %d, double effects %d, outcomes %v; want 3, 0, one failure", r.Applied, r.DoubleEffects, r.Outcomes)
+	}
+	rec := receipt(t, s, orders[0].OrderID)
+	if rec.Status != idem.StatusCompleted || rec.Attempts != 2 {
+		t.Fatalf("receipt %+v: want COMPLETED after 2 attempts", rec)
+	}
+}
+
+// TestPoisonMalformedAndKeyless: messages that can never succeed end in the
+// DLQ after maxReceiveCount with their reason, and leave no receipt.
+func TestPoisonMalformedAndKeyless(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2})
+	ctx := ctxFor(t, 3*time.Minute)
+	good := system.Orders("healthy", 3)
+	poison := system.Order{OrderID: "poison-1", Customer: "c", AmountCents: 1, Poison: true}
+	if err := s.SendRaw(ctx, append(good, poison)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendBody(ctx, `{"orderId": "malformed-1", "amountCents": `, "malformed-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendBody(ctx, `{"customer": "c-1", "amountCents": 100}`, ""); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 150*time.Second)
+	r := check(t, s, append(good, poison, system.Order{OrderID: "malformed-1"}))
+	if r.Applied != 3 || len(r.DeadLetters) != 3 {
+		t.Fatalf("applied %d, dead letters %d; want 3 and 3", r.Applied, len(r.DeadLetters))
+	}
+	for _, d := range r.DeadLetters {
+		if d.Receives < s.Queue.MaxReceiveCount {
+			t.Errorf("dead letter %q after %d receives, want >= %d", d.OrderID, d.Receives, s.Queue.MaxReceiveCount)
+		}
+	}
+	for _, id := range []string{"poison-1", "malformed-1"} {
+		rec, found, err := s.Receipt(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found && rec.Status != idem.StatusFailed {
+			t.Errorf("%s left a %s record; only a FAILED one (with its last error) may stay", id, rec.Status)
+		}
+		if found {
+			t.Logf("%s: FAILED record, %d attempts, last error %q", id, rec.Attempts, rec.LastError)
+		}
+	}
+}
+
+// TestSameKeyDifferentPayload: an order id reused with another amount is a
+// mismatch: not applied twice, reported, and parked in the DLQ.
+func TestSameKeyDifferentPayload(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2})
+	ctx := ctxFor(t, 3*time.Minute)
+	first := system.Order{OrderID: "reused-1", Customer: "c", AmountCents: 1000}
+	if err := s.SendRaw(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 30*time.Second)
+	second := first
+	second.AmountCents = 99999
+	if err := s.SendRaw(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, 150*time.Second)
+	r := check(t, s, []system.Order{first})
+	if r.Applied != 1 || r.DoubleEffects != 0 || len(r.DeadLetters) != 1 || r.Outcomes["mismatch"] < 1 {
+		t.Fatalf("applied %d, double %d, DLQ %d, outcomes %v; want 1, 0, 1, mismatches", r.Applied, r.DoubleEffects, len(r.DeadLetters), r.Outcomes)
+	}
+	if !strings.Contains(r.DeadLetters[0].Reason, "different payload") || !strings.Contains(r.DeadLetters[0].Body, "99999") {
+		t.Fatalf("dead letter %+v: want the second payload, reason payload mismatch", r.DeadLetters[0])
+	}
+}
+
+// TestProducerRetriggered: two producer runs with the same orders at once
+// send each order once; the consumers see no duplicate.
+func TestProducerRetriggered(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2})
+	ctx := ctxFor(t, 2*time.Minute)
+	orders := system.Orders("retrigger", 40)
+	var wg sync.WaitGroup
+	results := make([]system.ProducerResult, 2)
+	for i := range results {
+		wg.Go(func() {
+			var err error
+			if results[i], err = s.Produce(ctx, orders); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	sent := results[0].Sent + results[1].Sent
+	skipped := results[0].Duplicates + results[0].InProgress + results[1].Duplicates + results[1].InProgress
+	if sent != 40 || skipped != 40 {
+		t.Fatalf("two concurrent runs: %+v; want 40 sent in all and 40 skipped", results)
+	}
+	drain(t, s, time.Minute)
+	r := check(t, s, orders)
+	if r.Applied != 40 || r.DoubleEffects != 0 || r.Deliveries != 40 {
+		t.Fatalf("applied %d, double %d, deliveries %d; want 40, 0, 40 (no duplicate sends)", r.Applied, r.DoubleEffects, r.Deliveries)
+	}
+}
+
+// TestProducerPostSendUpdateFails: the producer sends but cannot record it.
+// While its lease is live a re-run sends nothing; after the lease a re-run
+// sends again (the producer cannot know the first send happened), and the
+// consumer deduplicates by the same key: no double effect end to end.
+func TestProducerPostSendUpdateFails(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2, ProducerEnv: map[string]string{"FAULT_FAIL_POST_SEND_UPDATE": "true"}})
+	ctx := ctxFor(t, 2*time.Minute)
+	orders := system.Orders("post-send", 20)
+	first, err := s.Produce(ctx, orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Produce(ctx, orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Sent != 0 || again.InProgress != 20 {
+		t.Fatalf("re-run while the first send's lease is live: %+v; want nothing sent, 20 in progress (first run %+v)", again, first)
+	}
+	producerFn, err := s.Stack.FindFunction("Producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(producerFn.Timeout + time.Second) // the first run's lease (its deadline) is over
+	late, err := s.Produce(ctx, orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, time.Minute)
+	r := check(t, s, orders)
+	if r.Applied != 20 || r.DoubleEffects != 0 {
+		t.Fatalf("applied %d, double effects %d; want 20, 0", r.Applied, r.DoubleEffects)
+	}
+	t.Logf("first run %+v; re-run in flight sent %d; re-run after the lease sent %d, suppressed by the consumer: %d duplicates",
+		first, again.Sent, late.Sent+late.Failed, r.Outcomes["duplicate"])
+}
+
+// TestZombieCannotComplete: instance A's effect overruns its lease; B takes
+// the key over and completes; A's late complete is refused (fencing) and
+// B's receipt stays.
+func TestZombieCannotComplete(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t, system.Config{Consumers: 2, NoPoller: true, ConsumerEnv: map[string]string{
+		"IDEM_LEASE":         "600ms",
+		"IDEM_SAFETY_MARGIN": "100ms",
+		"IDEM_CACHE_SIZE":    "0",
+	}})
+	ctx := ctxFor(t, time.Minute)
+	order := system.Order{OrderID: "zombie-1", Customer: "c", AmountCents: 5}
+	reached := make(chan struct{})
+	var calls atomic.Int32
+	s.Consumer.SetFaultFunc(func(point, key string) lambdarun.Action {
+		if point == "after-effect" && calls.Add(1) == 1 {
+			close(reached)
+			time.Sleep(1200 * time.Millisecond) // A stalls past its 600 ms lease
+		}
+		return lambdarun.Continue
+	})
+	payloadA, _ := s.Event("msg-zombie-a", order)
+	payloadB, _ := s.Event("msg-zombie-b", order)
+	var failedA []string
+	var errA error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		failedA, errA = s.InvokeConsumer(ctx, payloadA)
+	}()
+	<-reached
+	time.Sleep(700 * time.Millisecond) // A's lease has run out
+	failedB, err := s.InvokeConsumer(ctx, payloadB)
+	if err != nil || len(failedB) != 0 {
+		t.Fatalf("B: failed %v, %v; want B to take over and complete", failedB, err)
+	}
+	<-done
+	if errA != nil || !slices.Equal(failedA, []string{"msg-zombie-a"}) {
+		t.Fatalf("A: failed %v, %v; want its record reported as failed", failedA, errA)
+	}
+	lines := s.Records.Of("msg-zombie-a")
+	if len(lines) == 0 || lines[len(lines)-1].Outcome != "lease_lost" {
+		t.Fatalf("A's record: %+v, want lease_lost", lines)
+	}
+	rec := receipt(t, s, order.OrderID)
+	if rec.Status != idem.StatusCompleted || rec.Attempts != 2 {
+		t.Fatalf("receipt %+v: want B's COMPLETED receipt on attempt 2", rec)
+	}
+	// A redelivery of A's message is now a plain duplicate.
+	if failed, err := s.InvokeConsumer(ctx, payloadA); err != nil || len(failed) != 0 {
+		t.Fatalf("redelivery of A's message: %v, %v", failed, err)
+	}
+	r := check(t, s, []system.Order{order})
+	// Both effects ran: the zombie's before its lease ran out, B's after the
+	// takeover. This is the lease-mode window; fencing keeps the receipt
+	// B's and tells A (lease_lost), so the double effect is counted.
+	t.Logf("zombie: outcomes %v, gift cards issued %d", r.Outcomes, r.DoubleEffects+1)
+}
+
+func receipt(t *testing.T, s *system.System, orderID string) idem.Record {
+	t.Helper()
+	rec, found, err := s.Receipt(context.Background(), orderID)
+	if err != nil || !found {
+		t.Fatalf("receipt of %s: found %v, %v", orderID, found, err)
+	}
+	return rec
+}

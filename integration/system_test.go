@@ -1,0 +1,128 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/emu"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+var lambdaBuild struct {
+	once               sync.Once
+	dir                string
+	consumer, producer string
+	template           string
+	err                error
+}
+
+// lambdas builds the consumer and producer for this machine once per run
+// and finds the test profile's template.
+func lambdas(t *testing.T) (consumer, producer, template string) {
+	t.Helper()
+	b := &lambdaBuild
+	b.once.Do(func() {
+		root, err := emu.RepoRoot()
+		if err != nil {
+			b.err = err
+			return
+		}
+		if b.template, b.err = system.FindTemplate(root); b.err != nil {
+			return
+		}
+		if b.dir, b.err = os.MkdirTemp("", "sqsidem-lambdas-"); b.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		b.consumer, b.producer, b.err = system.BuildLambdas(ctx, root, b.dir)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.consumer, b.producer, b.template
+}
+
+func cleanupLambdas() {
+	if lambdaBuild.dir != "" {
+		_ = os.RemoveAll(lambdaBuild.dir)
+	}
+}
+
+// startSystem provisions a private copy of the stack for one test and
+// starts its Lambdas; the Lambdas' output goes to .cache/logs/integration
+// and its tail is shown when the test fails.
+func startSystem(t *testing.T, cfg system.Config) *system.System {
+	t.Helper()
+	cfg.ConsumerBinary, cfg.ProducerBinary, cfg.Template = lambdas(t)
+	cfg.DynamoURL, cfg.SQSURL = dynamoEndpoint(t), sqsEndpoint(t)
+	root, _ := emu.RepoRoot()
+	logPath := filepath.Join(root, ".cache", "logs", "integration", strings.ReplaceAll(t.Name(), "/", "_")+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Log = logFile
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := system.Start(ctx, cfg)
+	if err != nil {
+		logFile.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("close system: %v", err)
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			t.Logf("Lambda log %s, last lines:\n%s", logPath, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+	return s
+}
+
+// drain waits for the queue to empty: every message deleted or in the DLQ.
+func drain(t *testing.T, s *system.System, limit time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := s.WaitIdle(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check accounts for every order sent, fails the test if any vanished or
+// sits in the DLQ without a reason, and logs the counts.
+func check(t *testing.T, s *system.System, sent []system.Order) system.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := s.Check(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("orders %d, deliveries %d, applied %d, duplicates suppressed %d, in progress %d, in DLQ %d, double effects %d; outcomes %v; DynamoDB requests %v",
+		r.Orders, r.Deliveries, r.Applied, r.Outcomes["duplicate"], r.Outcomes["in_progress"], len(r.DeadLetters), r.DoubleEffects, r.Outcomes, r.DynamoRequests)
+	for _, d := range r.DeadLetters {
+		t.Logf("DLQ: order %q after %d receives: %s", d.OrderID, d.Receives, d.Reason)
+	}
+	if err := r.Lost(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
