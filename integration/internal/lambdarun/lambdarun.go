@@ -83,6 +83,11 @@ const (
 	Continue Action = iota
 	// Kill SIGKILLs the instance's process group instead of answering.
 	Kill
+	// Freeze SIGSTOPs the instance's process group, answers, and SIGCONTs
+	// it after the pool's freeze duration (SetFreeze): a process stalled
+	// mid-invocation (a long GC pause, a frozen sandbox), the way a lease
+	// runs out under a live process and makes a zombie.
+	Freeze
 )
 
 // Function describes one Lambda function to run.
@@ -144,6 +149,7 @@ type Pool struct {
 	done      chan struct{}
 	stopOnce  sync.Once
 	fault     atomic.Pointer[func(point, key string) Action]
+	freeze    atomic.Int64 // Freeze duration, ns
 	logMu     sync.Mutex
 
 	invocations, errs, timeouts, crashes, restarts, faultCalls, faultKills atomic.Int64
@@ -280,6 +286,9 @@ func (p *Pool) SetFaultFunc(f func(point, key string) Action) {
 	}
 	p.fault.Store(&f)
 }
+
+// SetFreeze sets how long the Freeze action stops a process (default 1s).
+func (p *Pool) SetFreeze(d time.Duration) { p.freeze.Store(int64(d)) }
 
 // Stats returns a snapshot of the counters.
 func (p *Pool) Stats() Stats {
@@ -808,6 +817,10 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	if f := p.fault.Load(); f != nil {
 		act = (*f)(point, key)
 	}
+	if act == Freeze {
+		in.freeze(w)
+		return
+	}
 	if act != Kill {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -830,6 +843,25 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	case <-proc.exited:
 	case <-r.Context().Done():
 	}
+}
+
+// freeze stops the calling process, answers its fault call (it reads the
+// answer once it runs again) and resumes it after the freeze duration.
+func (in *instance) freeze(w http.ResponseWriter) {
+	in.mu.Lock()
+	proc := in.proc
+	in.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+	if proc == nil {
+		return
+	}
+	d := time.Duration(in.pool.freeze.Load())
+	if d <= 0 {
+		d = time.Second
+	}
+	in.pool.logf("%s#%d fault: SIGSTOP pid %d for %s", in.pool.fn.Name, in.id, proc.pid, d)
+	_ = syscall.Kill(-proc.pid, syscall.SIGSTOP)
+	time.AfterFunc(d, func() { _ = syscall.Kill(-proc.pid, syscall.SIGCONT) })
 }
 
 func parseFunctionError(body []byte, hdrType string) *FunctionError {

@@ -1,0 +1,331 @@
+// Command demo is `make demo`: the project's main job on local emulators.
+// It starts DynamoDB Local and ElasticMQ (or uses AWS_ENDPOINT_URL),
+// provisions the stack from the test profile's template twice — lease mode
+// and transactional mode — runs producer → queue → consumers with injected
+// duplicates, one crash after the effect and a few messages that can never
+// succeed, shows progress, and prints what happened to every order.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/emu"
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+func main() {
+	var o options
+	flag.IntVar(&o.orders, "orders", 300, "orders to publish per mode")
+	flag.Float64Var(&o.dupRate, "duplicates", 0.3, "share of orders delivered again (re-triggered producer and raw duplicate sends)")
+	flag.IntVar(&o.consumers, "consumers", 4, "consumer instances per mode")
+	flag.Parse()
+	if o.orders < 10 || o.dupRate < 0 || o.dupRate > 1 || o.consumers < 1 {
+		fmt.Fprintln(os.Stderr, "demo: need -orders >= 10, 0 <= -duplicates <= 1, -consumers >= 1")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	orders    int
+	dupRate   float64
+	consumers int
+}
+
+func run(ctx context.Context, o options) error {
+	began := time.Now()
+	root, err := emu.RepoRoot()
+	if err != nil {
+		return err
+	}
+	template, err := system.FindTemplate(root)
+	if err != nil {
+		return err
+	}
+	consumerBin, producerBin := filepath.Join(root, "build/host/consumer"), filepath.Join(root, "build/host/producer")
+	if !exists(consumerBin) || !exists(producerBin) {
+		return fmt.Errorf("no host builds in build/host (run `make build`)")
+	}
+	logDir := filepath.Join(root, ".cache", "logs", "demo")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+
+	dynamoURL, sqsURL, stopEmu, err := emulators(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer stopEmu()
+	fmt.Printf("emulators ready in %.1fs: DynamoDB %s, SQS %s\n", time.Since(began).Seconds(), dynamoURL, sqsURL)
+
+	modes := []string{"lease", "transactional"}
+	runs := make([]*modeRun, len(modes))
+	for i, mode := range modes {
+		logFile, err := os.Create(filepath.Join(logDir, mode+".log"))
+		if err != nil {
+			return err
+		}
+		defer logFile.Close()
+		s, err := system.Start(ctx, system.Config{
+			Template: template, DynamoURL: dynamoURL, SQSURL: sqsURL,
+			ConsumerBinary: consumerBin, ProducerBinary: producerBin,
+			Consumers:   o.consumers,
+			ConsumerEnv: map[string]string{"IDEM_MODE": mode},
+			Log:         logFile,
+		})
+		if err != nil {
+			return err
+		}
+		defer s.Close(context.WithoutCancel(ctx))
+		runs[i] = &modeRun{mode: mode, sys: s}
+	}
+	fmt.Printf("stack provisioned twice from %s; logs in %s\n\n", rel(root, template), rel(root, logDir))
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, r := range runs {
+		wg.Go(func() { errs[i] = r.drive(ctx, o) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	progress(runs, done)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		r.print(os.Stdout)
+	}
+	fmt.Printf("\ndemo finished in %.0fs\n", time.Since(began).Seconds())
+	for _, r := range runs {
+		if err := r.report.Lost(); err != nil {
+			return fmt.Errorf("%s mode: %w", r.mode, err)
+		}
+	}
+	if runs[1].report.DoubleEffects != 0 {
+		return fmt.Errorf("transactional mode: %d double effects", runs[1].report.DoubleEffects)
+	}
+	return nil
+}
+
+// emulators starts DynamoDB Local and ElasticMQ, unless AWS_ENDPOINT_URL
+// names an endpoint (LocalStack).
+func emulators(ctx context.Context, root string) (dynamoURL, sqsURL string, stop func(), err error) {
+	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
+		return url, url, func() {}, nil
+	}
+	var ddb, mq *emu.Server
+	stop = func() {
+		if ddb != nil {
+			_ = ddb.Stop()
+		}
+		if mq != nil {
+			_ = mq.Stop()
+		}
+	}
+	var ddbErr, mqErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { ddb, ddbErr = emu.StartDynamoDB(ctx, root) })
+	wg.Go(func() { mq, mqErr = emu.StartSQS(ctx, root) })
+	wg.Wait()
+	if err := errors.Join(ddbErr, mqErr); err != nil {
+		stop()
+		return "", "", nil, err
+	}
+	return ddb.URL(), mq.URL(), stop, nil
+}
+
+type modeRun struct {
+	mode   string
+	sys    *system.System
+	orders []system.Order
+	// what was published
+	producerSent, producerSkipped, producerReruns, rawDuplicates, unprocessable int
+	crashed                                                                     string
+	report                                                                      system.Report
+	elapsed                                                                     time.Duration
+}
+
+// drive publishes the workload, waits until the queue is empty and checks.
+func (r *modeRun) drive(ctx context.Context, o options) error {
+	start := time.Now()
+	s := r.sys
+	r.orders = system.Orders("order-"+r.mode[:1], o.orders)
+	r.crashed = r.orders[len(r.orders)/2].OrderID
+	var crashes sync.Once
+	s.Consumer.SetFaultFunc(func(point, key string) lambdarun.Action {
+		act := lambdarun.Continue
+		if point == "after-effect" && key == r.crashed {
+			crashes.Do(func() { act = lambdarun.Kill })
+		}
+		return act
+	})
+
+	for chunk := range slices.Chunk(r.orders, 20) {
+		res, err := r.produce(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		r.producerSent += res.Sent
+	}
+	// Duplicates: half from a re-triggered producer (it must skip them),
+	// half raw sends from an upstream that knows nothing of the producer.
+	rng := rand.New(rand.NewPCG(1, uint64(len(r.mode))))
+	picks := rng.Perm(len(r.orders))[:int(float64(len(r.orders))*o.dupRate)]
+	var again, raw []system.Order
+	for i, p := range picks {
+		if i%2 == 0 {
+			again = append(again, r.orders[p])
+		} else {
+			raw = append(raw, r.orders[p])
+		}
+	}
+	for chunk := range slices.Chunk(again, 20) {
+		res, err := r.produce(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		r.producerSent += res.Sent
+		r.producerSkipped += res.Duplicates + res.InProgress
+	}
+	if err := s.SendRaw(ctx, raw...); err != nil {
+		return err
+	}
+	r.rawDuplicates = len(raw)
+	// Messages that can never succeed: they must end in the DLQ with a reason.
+	poison := system.Order{OrderID: "poison-" + r.mode[:1], Customer: "c", AmountCents: 1, Poison: true}
+	if err := s.SendRaw(ctx, poison); err != nil {
+		return err
+	}
+	if _, err := s.SendBody(ctx, `{"orderId": "broken-`+r.mode[:1]+`", "amount`, "broken-"+r.mode[:1]); err != nil {
+		return err
+	}
+	r.unprocessable = 2
+
+	wctx, cancel := context.WithTimeout(ctx, 150*time.Second)
+	defer cancel()
+	if err := s.WaitIdle(wctx, nil); err != nil {
+		return fmt.Errorf("%s mode: %w", r.mode, err)
+	}
+	rep, err := s.Check(ctx, append(r.orders, poison))
+	if err != nil {
+		return err
+	}
+	r.report, r.elapsed = rep, time.Since(start)
+	return nil
+}
+
+// produce invokes the producer and, like a scheduler, runs it again when
+// it times out or leaves orders unsent: its guard keeps the re-runs from
+// sending an order twice.
+func (r *modeRun) produce(ctx context.Context, orders []system.Order) (system.ProducerResult, error) {
+	var total system.ProducerResult
+	for try := 1; ; try++ {
+		res, err := r.sys.Produce(ctx, orders)
+		total.Sent += res.Sent
+		if err == nil && res.Failed == 0 && res.InProgress == 0 {
+			total.Duplicates += res.Duplicates
+			return total, nil
+		}
+		if try == 5 {
+			return total, fmt.Errorf("%s mode: producer still failing after %d runs: %+v, %v", r.mode, try, res, err)
+		}
+		r.producerReruns++
+		time.Sleep(time.Duration(try) * time.Second) // an in-flight run's lease ends with its deadline
+	}
+}
+
+// progress prints one line a second per mode until done.
+func progress(runs []*modeRun, done <-chan struct{}) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-done:
+			fmt.Println()
+			return
+		case <-tick.C:
+		}
+		var parts []string
+		for _, r := range runs {
+			out := r.sys.Records.Outcomes()
+			parts = append(parts, fmt.Sprintf("%-13s executed %4d  duplicate %4d  in progress %3d  failed %3d",
+				r.mode, out["executed"], out["duplicate"], out["in_progress"], out["failed"]+out["rejected"]+out["mismatch"]+out["lease_lost"]))
+		}
+		fmt.Printf("[%3.0fs] %s\n", time.Since(start).Seconds(), strings.Join(parts, "  |  "))
+	}
+}
+
+func (r *modeRun) print(w io.Writer) {
+	rep := r.report
+	fmt.Fprintf(w, "== %s mode (%.0fs) ==\n", r.mode, r.elapsed.Seconds())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
+	row("orders", len(r.orders))
+	row("messages sent by the producer", fmt.Sprintf("%d (re-triggered runs: %d orders skipped by the producer's guard; %d re-runs after a timeout)", r.producerSent, r.producerSkipped, r.producerReruns))
+	row("raw duplicate messages", r.rawDuplicates)
+	row("unprocessable messages", fmt.Sprintf("%d (a poison order, a malformed body)", r.unprocessable))
+	row("deliveries to consumers", rep.Deliveries)
+	row("duplicates suppressed", rep.Outcomes["duplicate"])
+	row("in-progress retries", rep.Outcomes["in_progress"])
+	row("crash injected", fmt.Sprintf("SIGKILL after the effect, before the receipt (order %s)", r.crashed))
+	row("effects applied", rep.Applied)
+	double := fmt.Sprint(rep.DoubleEffects)
+	if rep.DoubleEffects > 0 {
+		double += fmt.Sprintf(" %v: records of the killed batch that had done their effect but not written their receipt, the documented lease-mode window", rep.Doubled)
+	}
+	row("double effects", double)
+	row("lost", len(rep.Missing))
+	total := 0
+	for _, n := range rep.DynamoRequests {
+		total += n
+	}
+	ops := make([]string, 0, len(rep.DynamoRequests))
+	for op, n := range rep.DynamoRequests {
+		ops = append(ops, fmt.Sprintf("%s %d", op, n))
+	}
+	sort.Strings(ops)
+	if rep.Deliveries > 0 {
+		row("DynamoDB requests", fmt.Sprintf("%d (%s): %.2f per delivery, incl. the ledger write and the producer's guard", total, strings.Join(ops, ", "), float64(total)/float64(rep.Deliveries)))
+	}
+	row("dead-letter queue", len(rep.DeadLetters))
+	tw.Flush()
+	for _, d := range rep.DeadLetters {
+		id := d.OrderID
+		if id == "" {
+			id = d.MessageID
+		}
+		fmt.Fprintf(w, "    %-12s after %d receives: %s\n", id, d.Receives, d.Reason)
+	}
+	fmt.Fprintln(w)
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil {
+		return r
+	}
+	return p
+}
