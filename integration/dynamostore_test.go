@@ -27,7 +27,7 @@ import (
 // TestDynamoStore runs the conformance suite against DynamoDB Local. All
 // subtests share one receipt table: the suite gives each its own namespace.
 func TestDynamoStore(t *testing.T) {
-	ddbURL, sqsURL := emu.ForTest(t)
+	ddbURL, sqsURL := dynamoEndpoint(t), sqsEndpoint(t)
 	ctx := context.Background()
 	client, _, err := emu.Clients(ctx, ddbURL, sqsURL)
 	if err != nil {

