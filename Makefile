@@ -16,7 +16,7 @@ LAMBDAS        := consumer producer
 ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
 HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') go.mod go.sum
-STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
 
 .PHONY: help
 help: ## list the targets

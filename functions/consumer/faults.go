@@ -14,9 +14,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
+	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
@@ -37,18 +37,16 @@ type Faults struct {
 	FailTimes int
 }
 
-func loadFaults(e *env) Faults {
+func loadFaults(e *envconfig.Reader) Faults {
 	f := Faults{
-		HookURL:   e.httpURL("FAULT_HOOK_URL"),
-		FailTimes: e.integer("FAULT_EFFECT_FAIL_TIMES", 1, 0),
+		HookURL:   e.HTTPURL("FAULT_HOOK_URL"),
+		FailTimes: e.Int("FAULT_EFFECT_FAIL_TIMES", 1, 0),
 	}
-	for k := range strings.SplitSeq(e.getenv("FAULT_EFFECT_FAIL_KEYS"), ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			if f.FailKeys == nil {
-				f.FailKeys = make(map[string]bool)
-			}
-			f.FailKeys[k] = true
+	for _, k := range e.List("FAULT_EFFECT_FAIL_KEYS") {
+		if f.FailKeys == nil {
+			f.FailKeys = make(map[string]bool)
 		}
+		f.FailKeys[k] = true
 	}
 	return f
 }

@@ -7,12 +7,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
@@ -34,17 +34,12 @@ type Faults struct {
 	FailPostSendUpdate bool
 }
 
-func loadFaults(e *env) Faults {
-	f := Faults{
-		FailSend:           e.boolean("FAULT_FAIL_SEND"),
-		FailPostSendUpdate: e.boolean("FAULT_FAIL_POST_SEND_UPDATE"),
+func loadFaults(e *envconfig.Reader) Faults {
+	return Faults{
+		FailSend:           e.Bool("FAULT_FAIL_SEND"),
+		FailSendKeys:       e.List("FAULT_FAIL_SEND_KEYS"),
+		FailPostSendUpdate: e.Bool("FAULT_FAIL_POST_SEND_UPDATE"),
 	}
-	for k := range strings.SplitSeq(e.getenv("FAULT_FAIL_SEND_KEYS"), ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			f.FailSendKeys = append(f.FailSendKeys, k)
-		}
-	}
-	return f
 }
 
 // wrap puts the switched-on faults between the producer and its clients.

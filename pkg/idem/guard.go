@@ -106,14 +106,11 @@ func (g *Guard) DoTx(ctx context.Context, key string, payload []byte, fn TxFunc)
 }
 
 func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now time.Time) (Result, error) {
-	if fn == nil {
-		return Result{Outcome: Rejected}, fmt.Errorf("%w: nil function", ErrInvalid)
-	}
-	if err := validKey(key); err != nil {
+	if err := validCall(key, fn == nil); err != nil {
 		return Result{Outcome: Rejected}, err
 	}
 	skey, fp := g.StorageKey(key), fingerprint(payload)
-	if res, err, ok := g.fromCache(skey, fp, now); ok {
+	if res, ok, err := g.fromCache(skey, fp, now); ok {
 		return res, err
 	}
 
@@ -172,14 +169,11 @@ func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc,
 	if !ok {
 		return Result{Outcome: Rejected}, ErrNotTransactional
 	}
-	if fn == nil {
-		return Result{Outcome: Rejected}, fmt.Errorf("%w: nil function", ErrInvalid)
-	}
-	if err := validKey(key); err != nil {
+	if err := validCall(key, fn == nil); err != nil {
 		return Result{Outcome: Rejected}, err
 	}
 	skey, fp := g.StorageKey(key), fingerprint(payload)
-	if res, err, ok := g.fromCache(skey, fp, now); ok {
+	if res, ok, err := g.fromCache(skey, fp, now); ok {
 		return res, err
 	}
 
@@ -278,19 +272,20 @@ func (g *Guard) leaseFor(ctx context.Context, now time.Time) (time.Duration, err
 	return lease, nil
 }
 
-func (g *Guard) fromCache(skey, fp string, now time.Time) (Result, error, bool) {
+// fromCache answers a call from the cache of completed keys: ok reports a hit.
+func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, err error) {
 	if g.cache == nil {
-		return Result{}, nil, false
+		return Result{}, false, nil
 	}
 	e, ok := g.cache.get(skey, now)
 	if !ok {
-		return Result{}, nil, false
+		return Result{}, false, nil
 	}
 	if e.fingerprint != "" && fp != "" && e.fingerprint != fp {
-		return Result{Outcome: Mismatch, Attempts: e.attempts, Cached: true},
-			fmt.Errorf("%w: storage key %q", ErrPayloadMismatch, skey), true
+		return Result{Outcome: Mismatch, Attempts: e.attempts, Cached: true}, true,
+			fmt.Errorf("%w: storage key %q", ErrPayloadMismatch, skey)
 	}
-	return Result{Outcome: Duplicate, Value: e.result, ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, nil, true
+	return Result{Outcome: Duplicate, Value: e.result, ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, true, nil
 }
 
 func (g *Guard) remember(skey, fp string, result []byte, omitted bool, attempts int, expiresAt time.Time) {
@@ -361,8 +356,11 @@ func validNamespace(ns string) error {
 	return nil
 }
 
-func validKey(key string) error {
+// validCall checks the arguments of Do and DoTx before any store call.
+func validCall(key string, nilFunc bool) error {
 	switch {
+	case nilFunc:
+		return fmt.Errorf("%w: nil function", ErrInvalid)
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	case len(key) > MaxKeyLen:

@@ -164,7 +164,8 @@ func (p *Poller) receive(ctx context.Context) ([]types.Message, error) {
 			MaxNumberOfMessages: int32(min(10, p.BatchSize-len(msgs))),
 			WaitTimeSeconds:     wait,
 			// Both spellings: emulators differ in which one they honour.
-			AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll}, //nolint:staticcheck // see above
+			//lint:ignore SA1019 older emulators only read the deprecated field
+			AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll},
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
