@@ -845,23 +845,51 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// freeze stops the calling process, answers its fault call (it reads the
-// answer once it runs again) and resumes it after the freeze duration.
+// freeze stops the calling process, then answers its fault call (it reads
+// the answer once it runs again), and resumes it after the freeze duration.
+// The stop comes first so that no byte of the answer can reach the process
+// while it still runs.
 func (in *instance) freeze(w http.ResponseWriter) {
 	in.mu.Lock()
 	proc := in.proc
 	in.mu.Unlock()
+	if proc != nil {
+		d := time.Duration(in.pool.freeze.Load())
+		if d <= 0 {
+			d = time.Second
+		}
+		if err := syscall.Kill(-proc.pid, syscall.SIGSTOP); err != nil {
+			in.pool.logf("%s#%d fault: SIGSTOP pid %d: %v", in.pool.fn.Name, in.id, proc.pid, err)
+		} else {
+			waitStopped(proc.pid)
+			in.pool.logf("%s#%d fault: SIGSTOP pid %d for %s", in.pool.fn.Name, in.id, proc.pid, d)
+			time.AfterFunc(d, func() { _ = syscall.Kill(-proc.pid, syscall.SIGCONT) })
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
-	if proc == nil {
-		return
+}
+
+// waitStopped waits (up to a second) until every thread of pid shows the
+// stopped state: kill returns before a busy multi-threaded process has
+// actually stopped.
+func waitStopped(pid int) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(tasks) > 0
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			// The state follows the parenthesised command name: "pid (comm) T ...".
+			if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
-	d := time.Duration(in.pool.freeze.Load())
-	if d <= 0 {
-		d = time.Second
-	}
-	in.pool.logf("%s#%d fault: SIGSTOP pid %d for %s", in.pool.fn.Name, in.id, proc.pid, d)
-	_ = syscall.Kill(-proc.pid, syscall.SIGSTOP)
-	time.AfterFunc(d, func() { _ = syscall.Kill(-proc.pid, syscall.SIGCONT) })
 }
 
 func parseFunctionError(body []byte, hdrType string) *FunctionError {
