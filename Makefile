@@ -16,6 +16,8 @@ LAMBDAS        := consumer producer
 ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
 HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') go.mod go.sum
+# -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
+INTEGRATION_TESTS := go test -tags integration -count=1 -timeout 30m -v ./integration/... | grep -v '^=== \(RUN\|PAUSE\|CONT\)'
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
 
 .PHONY: help
@@ -60,11 +62,11 @@ synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts
 
 .PHONY: integration
 integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ (or $$AWS_ENDPOINT_URL)
-	go test -tags integration -count=1 -timeout 30m ./integration/...
+	$(INTEGRATION_TESTS)
 
 .PHONY: test
 test: deps build unit synth-test ## everything CI runs: unit, infra, conformance on DynamoDB Local, integration
-	go test -tags integration -count=1 -timeout 30m ./integration/...
+	$(INTEGRATION_TESTS)
 
 .PHONY: bench
 bench: deps ## requests per message and ns/op against DynamoDB Local
@@ -98,7 +100,7 @@ deploy-local: npm $(ARM_BOOTSTRAPS) ## deploy to LocalStack with cdklocal (docke
 integration-localstack: build synth-test ## the integration suite against LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN)
 	docker compose up -d --wait
 	AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-		go test -tags integration -count=1 -timeout 30m ./integration/...
+		$(INTEGRATION_TESTS)
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the tool cache)
