@@ -7,7 +7,7 @@ import (
 )
 
 // Records collects the per-record lines the consumers log (sqsbatch's
-// "record done" / "record failed", at DEBUG in the suite), so a test can
+// "record done" / "record failed", one line per record), so a test can
 // say what happened to each message and why a message ended in the DLQ.
 type Records struct {
 	mu      sync.Mutex

@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
 		Name:     "consumer",
 		Binary:   cfg.ConsumerBinary,
-		Env:      merge(consumerFn.Env, env, map[string]string{"LOG_LEVEL": "DEBUG"}, cfg.ConsumerEnv),
+		Env:      merge(consumerFn.Env, env, cfg.ConsumerEnv),
 		Timeout:  consumerFn.Timeout,
 		MemoryMB: consumerFn.MemoryMB,
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))

@@ -39,7 +39,7 @@
 // # Logs
 //
 // One line per failed record (WARN for in-progress and skipped records,
-// ERROR otherwise) and one DEBUG line per successful record, with the
+// ERROR otherwise) and one INFO line per successful record, with the
 // Lambda request id, the message id, the storage key (namespace#sha256 of
 // the key unless the Guard uses plain keys), the outcome, the attempts and
 // the error. Message bodies are never logged.

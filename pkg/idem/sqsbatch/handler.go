@@ -294,7 +294,7 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r Record) {
 		attrs = append(attrs, slog.String("record_key", h.guard.StorageKey(r.Key)))
 	}
 	if !r.Failed {
-		log.LogAttrs(ctx, slog.LevelDebug, "record done", attrs...)
+		log.LogAttrs(ctx, slog.LevelInfo, "record done", attrs...)
 		return
 	}
 	if r.Err != nil {

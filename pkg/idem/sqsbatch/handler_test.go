@@ -434,8 +434,8 @@ func TestLogs(t *testing.T) {
 		}
 		levels[entry["message_id"].(string)] = entry["level"].(string)
 	}
-	if levels["ok"] != "DEBUG" || levels["ko"] != "ERROR" {
-		t.Errorf("levels = %v, want ok DEBUG, ko ERROR", levels)
+	if levels["ok"] != "INFO" || levels["ko"] != "ERROR" {
+		t.Errorf("levels = %v, want ok INFO, ko ERROR", levels)
 	}
 }
 
