@@ -483,7 +483,7 @@ func (in *instance) spawnLocked(restart bool) error {
 	cmd.Env = in.env()
 	cmd.Dir = filepath.Dir(p.fn.Binary)
 	// Own process group so SIGKILL reaches anything the function forked.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	// Lines are prefixed once the pid is known; the writers read it lazily.
 	var pid atomic.Int64
 	stdout := &lineWriter{pool: p, prefix: func() string { return fmt.Sprintf("[%s#%d pid=%d] ", p.fn.Name, in.id, pid.Load()) }}
