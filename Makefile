@@ -81,7 +81,9 @@ lint: ## go vet, gofmt and staticcheck (when it installs)
 	go vet ./...
 	go vet -tags integration ./integration/...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
-	@go run $(STATICCHECK) ./... || echo "staticcheck not available or reported findings (see above)"
+	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
+		go run $(STATICCHECK) ./... && go run $(STATICCHECK) -tags integration ./integration/...; \
+	else echo "lint: staticcheck could not be installed, skipped"; fi
 
 .PHONY: deploy
 deploy: npm $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
