@@ -2,6 +2,7 @@ package idem
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 )
@@ -46,10 +47,13 @@ func (c *cache) get(key string, now time.Time) (cacheEntry, bool) {
 		return cacheEntry{}, false
 	}
 	c.order.MoveToFront(el)
-	return it.cacheEntry, true
+	e := it.cacheEntry
+	e.result = slices.Clone(e.result) // callers own what they are given
+	return e, true
 }
 
 func (c *cache) put(key string, e cacheEntry) {
+	e.result = slices.Clone(e.result)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {

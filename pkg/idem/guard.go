@@ -114,7 +114,7 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 		return res, err
 	}
 
-	lease, err := g.leaseFor(ctx, now)
+	leaseUntil, effectEnd, err := g.window(ctx, now)
 	if err != nil {
 		return Result{Outcome: Failed}, err
 	}
@@ -123,22 +123,23 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 		return Result{Outcome: Failed}, err
 	}
 	acq := Acquisition{
-		Key:         skey,
-		Lease:       token,
-		LeaseUntil:  now.Add(lease),
-		ExpiresAt:   now.Add(g.opts.retention),
+		Key:        skey,
+		Lease:      token,
+		LeaseUntil: leaseUntil,
+		// A live lease must never count as expired, whatever the retention.
+		ExpiresAt:   later(now.Add(g.opts.retention), leaseUntil.Add(g.opts.margin)),
 		Fingerprint: fp,
 		Now:         now,
 	}
 	rec, acquired, err := g.store.Acquire(ctx, acq)
 	if err != nil {
-		return Result{Outcome: outcomeOf(err)}, fmt.Errorf("idem: acquire %q: %w", key, err)
+		return Result{Outcome: outcomeOf(err)}, fmt.Errorf("idem: acquire %s: %w", skey, err)
 	}
 	if !acquired {
-		return g.conflict(key, rec, fp, now)
+		return g.conflict(skey, rec, fp, now)
 	}
 
-	effectCtx, cancel := context.WithDeadline(ctx, acq.LeaseUntil.Add(-g.opts.margin))
+	effectCtx, cancel := context.WithDeadline(ctx, effectEnd)
 	defer cancel()
 	effectCtx = context.WithValue(effectCtx, leaseKey{}, Lease{
 		Key: key, Token: token, Attempt: rec.Attempts, Until: acq.LeaseUntil,
@@ -158,7 +159,7 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	defer wcancel()
 	if err := g.store.Complete(wctx, skey, token, c); err != nil {
 		res := Result{Outcome: outcomeOf(err), Value: value, Attempts: rec.Attempts}
-		return res, fmt.Errorf("idem: complete %q (attempt %d): %w", key, rec.Attempts, err)
+		return res, fmt.Errorf("idem: complete %s (attempt %d): %w", skey, rec.Attempts, err)
 	}
 	g.remember(skey, fp, c.Result, c.ResultOmitted, rec.Attempts, c.ExpiresAt)
 	return Result{Outcome: Executed, Value: value, ResultOmitted: c.ResultOmitted, Attempts: rec.Attempts}, nil
@@ -167,7 +168,7 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc, now time.Time) (Result, error) {
 	ts, ok := g.store.(TxStore)
 	if !ok {
-		return Result{Outcome: Rejected}, ErrNotTransactional
+		return Result{Outcome: Rejected}, fmt.Errorf("%w: %w", ErrInvalid, ErrNotTransactional)
 	}
 	if err := validCall(key, fn == nil); err != nil {
 		return Result{Outcome: Rejected}, err
@@ -186,47 +187,52 @@ func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc,
 	if err != nil {
 		return Result{Outcome: Failed}, err
 	}
+	token, err := newToken()
+	if err != nil {
+		return Result{Outcome: Failed}, err
+	}
 	t := Transaction{
-		Acquisition: Acquisition{
-			Key:         skey,
-			ExpiresAt:   now.Add(g.opts.retention),
-			Fingerprint: fp,
-			Now:         now,
-		},
-		Result: tx.Result,
-		Writes: tx.Writes,
+		Key:         skey,
+		Token:       token,
+		ExpiresAt:   now.Add(g.opts.retention),
+		Fingerprint: fp,
+		Now:         now,
+		Result:      tx.Result,
+		Writes:      tx.Writes,
 	}
 	if len(t.Result) > g.opts.maxResult {
 		t.Result, t.ResultOmitted = nil, true
 	}
 	rec, committed, err := ts.Commit(ctx, t)
 	if err != nil {
-		return Result{Outcome: outcomeOf(err)}, fmt.Errorf("idem: commit %q: %w", key, err)
+		return Result{Outcome: outcomeOf(err)}, fmt.Errorf("idem: commit %s: %w", skey, err)
 	}
 	if !committed {
-		return g.conflict(key, rec, fp, now)
+		return g.conflict(skey, rec, fp, now)
 	}
 	g.remember(skey, fp, t.Result, t.ResultOmitted, rec.Attempts, t.ExpiresAt)
 	return Result{Outcome: Executed, Value: tx.Result, ResultOmitted: t.ResultOmitted, Attempts: rec.Attempts}, nil
 }
 
-// conflict turns the record that stood in the way into an outcome.
-func (g *Guard) conflict(key string, rec Record, fp string, now time.Time) (Result, error) {
+// conflict turns the record that stood in the way of skey into an outcome.
+// Errors name the storage key, never the caller's key: it may be personal
+// data, and errors end up in logs.
+func (g *Guard) conflict(skey string, rec Record, fp string, now time.Time) (Result, error) {
 	res := Result{Attempts: rec.Attempts}
 	if rec.Fingerprint != "" && fp != "" && rec.Fingerprint != fp {
 		res.Outcome = Mismatch
-		return res, fmt.Errorf("%w: key %q", ErrPayloadMismatch, key)
+		return res, fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
 	}
 	if rec.Status == StatusCompleted {
-		g.remember(rec.Key, rec.Fingerprint, rec.Result, rec.ResultOmitted, rec.Attempts, rec.ExpiresAt)
+		g.remember(skey, rec.Fingerprint, rec.Result, rec.ResultOmitted, rec.Attempts, rec.ExpiresAt)
 		res.Outcome, res.Value, res.ResultOmitted = Duplicate, rec.Result, rec.ResultOmitted
 		return res, nil
 	}
 	res.Outcome = InProgress
 	if rec.LeaseUntil.After(now) {
-		return res, fmt.Errorf("%w: key %q leased for another %s", ErrInProgress, key, rec.LeaseUntil.Sub(now).Round(time.Millisecond))
+		return res, fmt.Errorf("%w: %s leased for another %s", ErrInProgress, skey, rec.LeaseUntil.Sub(now).Round(time.Millisecond))
 	}
-	return res, fmt.Errorf("%w: key %q", ErrInProgress, key)
+	return res, fmt.Errorf("%w: %s", ErrInProgress, skey)
 }
 
 // run calls fn; when fn fails or panics it releases the record with the
@@ -256,23 +262,39 @@ func (g *Guard) release(ctx context.Context, skey, token, reason string) error {
 	return g.store.Release(ctx, skey, token, truncate(reason, MaxLastErrorLen), g.opts.now())
 }
 
-// leaseFor returns the lease for an attempt starting at now.
-func (g *Guard) leaseFor(ctx context.Context, now time.Time) (time.Duration, error) {
+// window returns when the lease of an attempt starting at now ends, and
+// when its effect's context must end: a safety margin before the lease or
+// before ctx's deadline, whichever comes first, so that the receipt can
+// still be written in time.
+func (g *Guard) window(ctx context.Context, now time.Time) (leaseUntil, effectEnd time.Time, err error) {
+	deadline, hasDeadline := ctx.Deadline()
 	lease := g.opts.lease
 	if lease == 0 {
 		lease = DefaultLease
-		if d, ok := ctx.Deadline(); ok {
-			lease = d.Sub(now)
+		if hasDeadline {
+			lease = deadline.Sub(now)
 		}
 	}
-	if lease <= g.opts.margin {
-		return 0, fmt.Errorf("idem: lease %s is not longer than the %s safety margin, no time for the effect: %w",
-			lease.Round(time.Millisecond), g.opts.margin, context.DeadlineExceeded)
+	leaseUntil = now.Add(lease)
+	end := leaseUntil
+	if hasDeadline && deadline.Before(end) {
+		end = deadline
 	}
-	return lease, nil
+	effectEnd = end.Add(-g.opts.margin)
+	if !effectEnd.After(now) {
+		return time.Time{}, time.Time{}, fmt.Errorf("idem: %s left, not more than the %s safety margin: no time for the effect: %w",
+			end.Sub(now).Round(time.Millisecond), g.opts.margin, context.DeadlineExceeded)
+	}
+	return leaseUntil, effectEnd, nil
 }
 
-// fromCache answers a call from the cache of completed keys: ok reports a hit.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, err error) {
 	if g.cache == nil {
 		return Result{}, false, nil
@@ -283,7 +305,7 @@ func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, 
 	}
 	if e.fingerprint != "" && fp != "" && e.fingerprint != fp {
 		return Result{Outcome: Mismatch, Attempts: e.attempts, Cached: true}, true,
-			fmt.Errorf("%w: storage key %q", ErrPayloadMismatch, skey)
+			fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
 	}
 	return Result{Outcome: Duplicate, Value: e.result, ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, true, nil
 }
@@ -371,7 +393,7 @@ func validCall(key string, nilFunc bool) error {
 	return nil
 }
 
-// Fingerprint returns the fingerprint stored for payload: base64 of its
+// fingerprint returns the fingerprint stored for payload: base64 of its
 // SHA-256, or "" for an empty payload (no check).
 func fingerprint(payload []byte) string {
 	if len(payload) == 0 {
@@ -400,7 +422,8 @@ func truncate(s string, n int) string {
 }
 
 // Lease describes the attempt running an effect. Attempt increases with
-// every acquire of a key, so it can serve as a monotonic fencing token for a
+// every acquire of a key while its record is retained (it starts again at 1
+// once TTL has deleted it), so it can serve as a fencing token for a
 // downstream system that rejects writes from older attempts.
 type Lease struct {
 	Key     string // the caller's key, e.g. for an Idempotency-Key header

@@ -70,6 +70,8 @@ func TestLeaseFollowsDeadline(t *testing.T) {
 		{"explicit lease", []idem.Option{idem.WithLease(10 * time.Second)}, time.Minute, 10 * time.Second, 8 * time.Second},
 		{"explicit margin", []idem.Option{idem.WithSafetyMargin(5 * time.Second)}, 30 * time.Second, 30 * time.Second, 25 * time.Second},
 		{"no deadline", nil, 0, idem.DefaultLease, idem.DefaultLease - idem.DefaultSafetyMargin},
+		// The receipt must still be written before the invocation ends.
+		{"explicit lease beyond the deadline", []idem.Option{idem.WithLease(time.Minute)}, 30 * time.Second, time.Minute, 28 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +105,40 @@ func TestLeaseFollowsDeadline(t *testing.T) {
 				t.Errorf("effect deadline %s not before lease end %s", effectDeadline, store.last.LeaseUntil)
 			}
 		})
+	}
+}
+
+func TestLiveLeaseOutlivesShortRetention(t *testing.T) {
+	store := newRecordingStore()
+	g := mustGuard(t, store, idem.WithRetention(time.Second), idem.WithLease(time.Minute))
+	_, err := g.Do(context.Background(), "k", nil, func(ctx context.Context) ([]byte, error) {
+		res, err := g.Do(ctx, "k", nil, ok("second"))
+		if !errors.Is(err, idem.ErrInProgress) {
+			t.Errorf("second delivery during a live lease: %+v, %v; want ErrInProgress", res, err)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := store.last; a.ExpiresAt.Before(a.LeaseUntil) {
+		t.Fatalf("expiresAt %s before leaseUntil %s", a.ExpiresAt, a.LeaseUntil)
+	}
+}
+
+func TestCachedResultIsACopy(t *testing.T) {
+	g := mustGuard(t, idemtest.NewMemoryStore(), idem.WithCache(10))
+	ctx := context.Background()
+	res, err := g.Do(ctx, "k", nil, ok("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Value[0] = 'X'
+	dup, _ := g.Do(ctx, "k", nil, ok("other"))
+	dup.Value[1] = 'Y'
+	again, _ := g.Do(ctx, "k", nil, ok("other"))
+	if !again.Cached || string(again.Value) != "abc" {
+		t.Fatalf("replay %q (cached %v), want abc: callers' changes leaked into the cache", again.Value, again.Cached)
 	}
 }
 

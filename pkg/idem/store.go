@@ -60,7 +60,14 @@ type Completion struct {
 // Transaction is the input of TxStore.Commit: the receipt to write and the
 // effect's own writes, committed together or not at all.
 type Transaction struct {
-	Acquisition
+	Key string
+	// Token is written as the receipt's lease, so that a commit whose
+	// response was lost and that is retried recognises its own receipt
+	// instead of reporting a duplicate.
+	Token         string
+	ExpiresAt     time.Time
+	Fingerprint   string
+	Now           time.Time // the writer's clock, as in Acquisition
 	Result        []byte
 	ResultOmitted bool
 	// Writes are store-specific (dynamostore: types.TransactWriteItem).
@@ -94,10 +101,12 @@ type Store interface {
 // COMPLETED receipt (transactional mode).
 type TxStore interface {
 	Store
-	// Commit writes the receipt (COMPLETED, Attempts 1 or the old count + 1)
-	// and t.Writes atomically, on the same condition as Acquire. When the
-	// receipt is in the way it writes nothing and returns the record that
-	// stands in the way with committed = false. A concurrent commit of the
-	// same key makes one of them return ErrInProgress.
+	// Commit writes the receipt (COMPLETED, Attempts 1 or the old count + 1,
+	// lease t.Token) and t.Writes atomically, on the same condition as
+	// Acquire. When another receipt is in the way it writes nothing and
+	// returns that record with committed = false; a receipt with lease
+	// t.Token is this commit's own (a retried request) and counts as
+	// committed. A concurrent commit of the same key makes one of them
+	// return ErrInProgress.
 	Commit(ctx context.Context, t Transaction) (rec Record, committed bool, err error)
 }

@@ -101,7 +101,10 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 		if err != nil {
 			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)
 		}
-		return rec, false, !found, nil
+		// Our own receipt: the SDK retried a request that had committed but
+		// whose response was lost.
+		mine := found && t.Token != "" && rec.Status == idem.StatusCompleted && rec.Lease == t.Token
+		return rec, mine, !found, nil
 	}
 	for _, r := range reasons {
 		if aws.ToString(r.Code) == "TransactionConflict" {
@@ -139,9 +142,11 @@ func (s *Store) receipt(t idem.Transaction, old *idem.Record) (*types.Update, in
 		Set(name(n.TTL), expression.Value(seconds(t.ExpiresAt))).
 		Set(name(n.UpdatedAt), expression.Value(millis(t.Now))).
 		Set(name(n.Attempts), expression.Value(attempts)).
-		Remove(name(n.Lease)).
 		Remove(name(n.LeaseUntil)).
 		Remove(name(n.LastError))
+	// The token as the lease: a lease-mode attempt left over on the key gets
+	// ErrLeaseLost, and a retry of this very commit finds its own receipt.
+	upd = setOrRemove(upd, n.Lease, t.Token)
 	upd = setOrRemove(upd, n.Fingerprint, t.Fingerprint)
 	upd = s.setResult(upd, t.Result, t.ResultOmitted)
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()

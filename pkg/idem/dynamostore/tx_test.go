@@ -15,8 +15,8 @@ import (
 )
 
 var txn = idem.Transaction{
-	Acquisition: idem.Acquisition{Key: "ns#abc", ExpiresAt: t0.Add(time.Hour), Fingerprint: "fp", Now: t0},
-	Result:      []byte("ok"),
+	Key: "ns#abc", Token: "tok", ExpiresAt: t0.Add(time.Hour), Fingerprint: "fp", Now: t0,
+	Result: []byte("ok"),
 }
 
 func ledgerWrite(id string) types.TransactWriteItem {

@@ -70,6 +70,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"TxMismatch", s.txMismatch},
 		{"TxTakesFailedRecord", s.txAfterFailed},
 		{"TxBlockedByLiveLease", s.txInProgress},
+		{"TxRetriedCommitIsOwn", s.txRetried},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -517,11 +518,8 @@ func (s *suite) txStore(t *testing.T, store idem.Store) idem.TxStore {
 
 // txEffect returns a TxFunc incrementing counter id (when the suite has a
 // counter) and returning result.
-func (s *suite) txEffect(id, result string, calls *atomic.Int32) idem.TxFunc {
+func (s *suite) txEffect(id, result string) idem.TxFunc {
 	return func(context.Context) (idem.Tx, error) {
-		if calls != nil {
-			calls.Add(1)
-		}
 		tx := idem.Tx{Result: []byte(result)}
 		if s.write != nil {
 			tx.Writes = []any{s.write(id)}
@@ -549,11 +547,11 @@ func (s *suite) txFirst(t *testing.T, store idem.Store) {
 	g := newGuard(t, store)
 	ctx := context.Background()
 	key := unique("order")
-	res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "card-1", nil))
+	res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "card-1"))
 	if err != nil || res.Outcome != idem.Executed || string(res.Value) != "card-1" || res.Attempts != 1 {
 		t.Fatalf("first DoTx: %+v, %v", res, err)
 	}
-	res, err = g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "card-2", nil))
+	res, err = g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "card-2"))
 	if err != nil || res.Outcome != idem.Duplicate || string(res.Value) != "card-1" {
 		t.Fatalf("duplicate DoTx: %+v, %v; want Duplicate replaying card-1", res, err)
 	}
@@ -574,7 +572,7 @@ func (s *suite) txConcurrent(t *testing.T, store idem.Store) {
 	for range 16 {
 		wg.Go(func() {
 			<-start
-			res, err := g.DoTx(context.Background(), key, []byte("p"), s.txEffect(key, "card", nil))
+			res, err := g.DoTx(context.Background(), key, []byte("p"), s.txEffect(key, "card"))
 			switch {
 			case res.Outcome == idem.Executed:
 				executed.Add(1)
@@ -600,10 +598,10 @@ func (s *suite) txMismatch(t *testing.T, store idem.Store) {
 	g := newGuard(t, store)
 	ctx := context.Background()
 	key := unique("order")
-	if _, err := g.DoTx(ctx, key, []byte("a"), s.txEffect(key, "r", nil)); err != nil {
+	if _, err := g.DoTx(ctx, key, []byte("a"), s.txEffect(key, "r")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.DoTx(ctx, key, []byte("b"), s.txEffect(key, "r", nil))
+	res, err := g.DoTx(ctx, key, []byte("b"), s.txEffect(key, "r"))
 	if !errors.Is(err, idem.ErrPayloadMismatch) || res.Outcome != idem.Mismatch {
 		t.Fatalf("tx mismatch: %+v, %v", res, err)
 	}
@@ -618,7 +616,7 @@ func (s *suite) txAfterFailed(t *testing.T, store idem.Store) {
 	if _, err := g.Do(ctx, key, []byte("p"), func(context.Context) ([]byte, error) { return nil, errors.New("no") }); err == nil {
 		t.Fatal("want the failing effect's error")
 	}
-	res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "r", nil))
+	res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "r"))
 	if err != nil || res.Outcome != idem.Executed || res.Attempts != 2 {
 		t.Fatalf("DoTx over a FAILED record: %+v, %v; want Executed on attempt 2", res, err)
 	}
@@ -631,7 +629,7 @@ func (s *suite) txInProgress(t *testing.T, store idem.Store) {
 	ctx := context.Background()
 	key := unique("order")
 	_, err := g.Do(ctx, key, []byte("p"), func(context.Context) ([]byte, error) {
-		res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "r", nil))
+		res, err := g.DoTx(ctx, key, []byte("p"), s.txEffect(key, "r"))
 		if !errors.Is(err, idem.ErrInProgress) || res.Outcome != idem.InProgress {
 			t.Errorf("DoTx during a live lease: %+v, %v; want ErrInProgress", res, err)
 		}
@@ -641,4 +639,24 @@ func (s *suite) txInProgress(t *testing.T, store idem.Store) {
 		t.Fatal(err)
 	}
 	s.checkCount(t, key, 0)
+}
+
+// txRetried: a commit whose response was lost and that is sent again (the
+// SDK retries) must recognise its own receipt, not report a duplicate.
+func (s *suite) txRetried(t *testing.T, store idem.Store) {
+	ts := s.txStore(t, store)
+	ctx := context.Background()
+	now := time.Now()
+	tx := idem.Transaction{Key: unique("ns") + "#k", Token: "commit-1", ExpiresAt: now.Add(time.Hour), Now: now, Result: []byte("r")}
+	if _, ok, err := ts.Commit(ctx, tx); err != nil || !ok {
+		t.Fatalf("first commit: %v, %v", ok, err)
+	}
+	rec, ok, err := ts.Commit(ctx, tx)
+	if err != nil || !ok || rec.Status != idem.StatusCompleted {
+		t.Fatalf("the same commit again: %+v, committed %v, %v; want its own receipt, committed", rec, ok, err)
+	}
+	tx.Token = "commit-2"
+	if _, ok, err := ts.Commit(ctx, tx); err != nil || ok {
+		t.Fatalf("another commit of the key: committed %v, %v; want a duplicate", ok, err)
+	}
 }

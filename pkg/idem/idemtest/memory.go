@@ -36,7 +36,7 @@ func NewMemoryStore() *MemoryStore {
 // takeable is the condition of Acquire and Commit, as in dynamostore.
 func takeable(rec idem.Record, ok bool, now time.Time) bool {
 	return !ok ||
-		rec.ExpiresAt.Before(now) ||
+		(!rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(now)) ||
 		rec.Status == idem.StatusFailed ||
 		(rec.Status == idem.StatusInProgress && rec.LeaseUntil.Before(now))
 }
@@ -114,11 +114,12 @@ func (s *MemoryStore) Commit(ctx context.Context, t idem.Transaction) (idem.Reco
 	defer s.mu.Unlock()
 	old, ok := s.records[t.Key]
 	if !takeable(old, ok, t.Now) {
-		return clone(old), false, nil
+		return clone(old), old.Status == idem.StatusCompleted && old.Lease == t.Token, nil
 	}
 	rec := idem.Record{
 		Key:           t.Key,
 		Status:        idem.StatusCompleted,
+		Lease:         t.Token,
 		ExpiresAt:     t.ExpiresAt,
 		Attempts:      old.Attempts + 1,
 		Fingerprint:   t.Fingerprint,

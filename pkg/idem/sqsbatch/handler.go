@@ -236,26 +236,28 @@ func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []event
 		failed[i] = r.Failed
 		groupFailed = groupFailed || r.Failed
 		h.logRecord(ctx, log, r)
-		if h.opts.hook != nil {
-			h.opts.hook(ctx, r)
-		}
+		h.callHook(ctx, log, r)
 	}
+}
+
+// callHook runs the record hook; a panic in it is logged, not allowed to
+// take the other records of the batch down with it.
+func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r Record) {
+	if h.opts.hook == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "record hook panicked", slog.String("message_id", r.MessageID), slog.Any("panic", p))
+		}
+	}()
+	h.opts.hook(ctx, r)
 }
 
 func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage) (r Record) {
 	r.MessageID = msg.MessageId
-	key, err := h.key(msg)
-	if err == nil && key == "" {
-		err = fmt.Errorf("%w: empty key", ErrNoKey)
-	}
-	if err != nil {
-		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", err), true
-		return r
-	}
-	r.Key = key
-
-	// The Guard releases the record and re-raises a panic; stop it here so
-	// it fails this record only.
+	// A panic in the key function or the effect (the Guard releases the
+	// record and re-raises it) stops here, so it fails this record only.
 	defer func() {
 		if p := recover(); p != nil {
 			log.ErrorContext(ctx, "effect panicked",
@@ -265,6 +267,16 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 			r.Outcome, r.Err, r.Failed = idem.Failed, fmt.Errorf("%w: %v", ErrPanic, p), true
 		}
 	}()
+
+	key, err := h.key(msg)
+	if err == nil && key == "" {
+		err = fmt.Errorf("%w: empty key", ErrNoKey)
+	}
+	if err != nil {
+		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", err), true
+		return r
+	}
+	r.Key = key
 
 	var res idem.Result
 	payload := h.opts.payload(msg)

@@ -524,3 +524,34 @@ func TestKeyFuncs(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// TestPanicsOutsideTheEffect: a key function or record hook that panics
+// fails (or is logged for) its record only, never the batch.
+func TestPanicsOutsideTheEffect(t *testing.T) {
+	key := func(m events.SQSMessage) (string, error) {
+		if m.MessageId == "bad" {
+			panic("key function bug")
+		}
+		return m.MessageId, nil
+	}
+	hook := func(_ context.Context, r sqsbatch.Record) {
+		if r.MessageID == "hook" {
+			panic("hook bug")
+		}
+	}
+	var ran atomic.Int32
+	h, err := sqsbatch.New(newGuard(t, idemtest.NewMemoryStore()), key,
+		func(context.Context, string, events.SQSMessage) ([]byte, error) {
+			ran.Add(1)
+			return nil, nil
+		}, sqsbatch.WithLogger(quiet), sqsbatch.WithRecordHook(hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		msg("bad", "", "x"), msg("hook", "", "y"), msg("ok", "", "z"),
+	}})
+	if err != nil || !slices.Equal(failures(resp), []string{"bad"}) || ran.Load() != 2 {
+		t.Fatalf("failures %v, %v, effects %d; want only the record whose key function panicked", failures(resp), err, ran.Load())
+	}
+}
