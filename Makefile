@@ -16,6 +16,8 @@ LAMBDAS        := consumer producer
 ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
 HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') go.mod go.sum
+# The race detector needs cgo, hence a C compiler; without one, no -race.
+RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
 INTEGRATION_TESTS := go test -tags integration -count=1 -timeout 30m -v ./integration/... | grep -v '^=== \(RUN\|PAUSE\|CONT\)'
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
@@ -47,7 +49,7 @@ build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy)
 
 .PHONY: unit
 unit: ## unit, conformance (memory store) and CDK assertion tests
-	go test -race $$(go list ./... | grep -v /infra)
+	go test $(RACE) $$(go list ./... | grep -v /infra)
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
@@ -88,6 +90,10 @@ lint: ## go vet, gofmt and staticcheck (when it installs)
 .PHONY: deploy
 deploy: npm $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
 	$(CDK) deploy $(CDK_FLAGS) --all
+
+.PHONY: bootstrap
+bootstrap: npm ## prepare your AWS account for CDK deployments (once per account and region)
+	$(CDK) bootstrap $(CDK_FLAGS)
 
 .PHONY: destroy
 destroy: npm ## delete the deployed stack

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -35,8 +37,16 @@ type Config struct {
 	QueueRetention time.Duration
 	// ReceiptRetention is how long a receipt lives (DynamoDB TTL). It must
 	// outlive every possible redelivery, hence >= QueueRetention.
+	//
+	// It is deliberately not tied to DLQRetention: redriving the DLQ back to
+	// the orders queue is only safe within ReceiptRetention of a message's
+	// first delivery. After that its receipt is gone (TTL), so a redriven
+	// message whose effect was already applied would be applied again.
 	ReceiptRetention time.Duration
-	// DLQRetention is how long failed messages wait for an operator.
+	// DLQRetention is how long failed messages wait for an operator. It must
+	// exceed QueueRetention: on a standard queue a dead-lettered message
+	// keeps its original enqueue timestamp, so the DLQ's retention counts
+	// from the first enqueue, not from the move to the DLQ.
 	DLQRetention time.Duration
 	// BatchSize is the SQS batch size of the event source mapping (1..10);
 	// the consumer processes a batch with this much concurrency.
@@ -51,8 +61,12 @@ type Config struct {
 	// Mode is ModeLease or ModeTransactional.
 	Mode string
 	// EffectURL is an optional external endpoint the consumer calls as its
-	// side effect; empty means the env var is not set.
+	// side effect; empty means the env var is not set. Otherwise an absolute
+	// http(s) URL with a host (the consumer's envconfig HTTPURL rule).
 	EffectURL string
+	// AlarmTopicARN is an optional existing SNS topic every alarm notifies;
+	// empty means the alarms have no actions.
+	AlarmTopicARN string
 	// RemovalPolicy applies to tables, log groups and queues.
 	RemovalPolicy awscdk.RemovalPolicy
 	// LogRetention of both functions' log groups.
@@ -144,11 +158,28 @@ func (c Config) Validate() error {
 	if c.DLQRetention < time.Minute || c.DLQRetention > 14*24*time.Hour {
 		bad("DLQRetention must be in 1m..14d, got %s", c.DLQRetention)
 	}
+	if c.DLQRetention <= c.QueueRetention {
+		// A dead-lettered message keeps its original enqueue timestamp
+		// (standard queues), so a DLQ that retains no longer than the source
+		// queue can drop it on arrival.
+		bad("DLQRetention (%s) must exceed QueueRetention (%s): a dead-lettered message keeps its original enqueue timestamp", c.DLQRetention, c.QueueRetention)
+	}
+	if c.MaxReceiveCount >= 1 && c.FunctionTimeout > 0 &&
+		time.Duration(c.MaxReceiveCount)*c.VisibilityTimeout() >= c.QueueRetention {
+		bad("MaxReceiveCount x VisibilityTimeout (%d x %s) must be less than QueueRetention (%s), or messages expire before reaching the DLQ",
+			c.MaxReceiveCount, c.VisibilityTimeout(), c.QueueRetention)
+	}
 	if c.ReceiptRetention < c.QueueRetention {
 		bad("ReceiptRetention (%s) must be >= QueueRetention (%s): a receipt must outlive every redelivery", c.ReceiptRetention, c.QueueRetention)
 	}
 	if c.Mode != ModeLease && c.Mode != ModeTransactional {
 		bad("Mode must be %q or %q, got %q", ModeLease, ModeTransactional, c.Mode)
+	}
+	if c.EffectURL != "" && !isHTTPURL(c.EffectURL) {
+		bad("EffectURL %q is not an absolute http(s) URL", c.EffectURL)
+	}
+	if c.AlarmTopicARN != "" && !isSNSTopicARN(c.AlarmTopicARN) {
+		bad("AlarmTopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", c.AlarmTopicARN)
 	}
 	if c.Mode == ModeTransactional && c.EffectURL != "" {
 		// The consumer refuses this: a transactional effect may only be
@@ -162,4 +193,25 @@ func (c Config) Validate() error {
 		bad("LogRetention must be set")
 	}
 	return errors.Join(errs...)
+}
+
+// isHTTPURL is the rule of functions/internal/envconfig HTTPURL: an absolute
+// http or https URL with a host.
+func isHTTPURL(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// isSNSTopicARN checks the shape arn:<partition>:sns:<region>:<account>:<name>.
+func isSNSTopicARN(v string) bool {
+	p := strings.Split(v, ":")
+	if len(p) != 6 || p[0] != "arn" || p[2] != "sns" {
+		return false
+	}
+	for _, part := range p {
+		if part == "" {
+			return false
+		}
+	}
+	return true
 }

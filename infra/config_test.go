@@ -41,9 +41,25 @@ func TestValidate(t *testing.T) {
 		{"memory", func(c *Config) { c.MemoryMB = 64 }, "MemoryMB"},
 		{"receipts expire early", func(c *Config) { c.ReceiptRetention = time.Hour }, "must outlive every redelivery"},
 		{"dlq retention", func(c *Config) { c.DLQRetention = 15 * 24 * time.Hour }, "DLQRetention"},
+		{"dlq retention equals queue", func(c *Config) { c.DLQRetention = c.QueueRetention }, "DLQRetention (96h0m0s) must exceed QueueRetention"},
+		{"dlq retention below queue", func(c *Config) { c.QueueRetention, c.DLQRetention = 14*24*time.Hour, 4*24*time.Hour }, "must exceed QueueRetention"},
+		{"dlq retention just above queue", func(c *Config) { c.DLQRetention = c.QueueRetention + time.Minute }, ""},
+		// 5 x 180s = 15m: the fifth receive cannot finish before expiry.
+		{"retries outlast retention", func(c *Config) { c.QueueRetention = 15 * time.Minute }, "expire before reaching the DLQ"},
+		{"retries fit retention", func(c *Config) { c.QueueRetention = 15*time.Minute + time.Second }, ""},
+		// 1000 x 6m = 100h >= 96h.
+		{"many retries outlast retention", func(c *Config) { c.MaxReceiveCount, c.FunctionTimeout = 1000, time.Minute }, "MaxReceiveCount x VisibilityTimeout (1000 x 6m0s)"},
 		{"mode", func(c *Config) { c.Mode = "at-least-once" }, "Mode must be"},
 		{"removal", func(c *Config) { c.RemovalPolicy = "" }, "RemovalPolicy"},
 		{"effect url in lease mode", func(c *Config) { c.EffectURL = "https://x.example" }, ""},
+		{"effect url http with path", func(c *Config) { c.EffectURL = "http://localhost:8080/issue" }, ""},
+		{"effect url relative", func(c *Config) { c.EffectURL = "/issue" }, "is not an absolute http(s) URL"},
+		{"effect url no host", func(c *Config) { c.EffectURL = "https:///issue" }, "is not an absolute http(s) URL"},
+		{"effect url scheme", func(c *Config) { c.EffectURL = "ftp://x.example" }, "is not an absolute http(s) URL"},
+		{"effect url unparsable", func(c *Config) { c.EffectURL = "http://x.example/%zz" }, "is not an absolute http(s) URL"},
+		{"alarm topic", func(c *Config) { c.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms" }, ""},
+		{"alarm topic not an arn", func(c *Config) { c.AlarmTopicARN = "alarms" }, "AlarmTopicARN"},
+		{"alarm topic not sns", func(c *Config) { c.AlarmTopicARN = "arn:aws:sqs:eu-west-1:123456789012:alarms" }, "AlarmTopicARN"},
 		{"effect url in transactional mode", func(c *Config) { c.Mode, c.EffectURL = ModeTransactional, "https://x.example" }, "EffectURL must be empty"},
 	}
 	for _, tt := range tests {

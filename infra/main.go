@@ -7,6 +7,7 @@
 //	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
 //	mode             lease | transactional
 //	effectUrl        sets EFFECT_URL on the consumer
+//	alarmTopicArn    existing SNS topic every alarm notifies (default: none)
 //	consumerCode     asset dir, default build/consumer
 //	producerCode     asset dir, default build/producer
 //	nag              true: run the AwsSolutions and Serverless cdk-nag packs
@@ -65,6 +66,7 @@ func run() error {
 		cfg.Mode = v
 	}
 	cfg.EffectURL = ctx("effectUrl")
+	cfg.AlarmTopicARN = ctx("alarmTopicArn")
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

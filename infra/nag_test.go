@@ -13,7 +13,9 @@ import (
 // TestNagClean: the AwsSolutions and Serverless packs report nothing that is
 // not suppressed (with a reason) in the stack code itself.
 func TestNagClean(t *testing.T) {
-	for name, cfg := range map[string]Config{"default": DefaultConfig(), "test": TestConfig()} {
+	withTopic := DefaultConfig()
+	withTopic.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
+	for name, cfg := range map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "alarmTopic": withTopic} {
 		t.Run(name, func(t *testing.T) {
 			stack := newTestStack(cfg)
 			ApplyNag(stack)

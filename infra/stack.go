@@ -7,11 +7,13 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -40,12 +42,20 @@ const (
 	EnvQueueURL         = "QUEUE_URL"
 )
 
-// receiptActions: the idem library (pkg/idem/dynamostore) calls GetItem and
-// UpdateItem, and commits transactions whose receipt item is an Update
+// Idempotency namespaces (env IDEM_NAMESPACE) of the two functions. They
+// must differ: both functions share the receipt table and key their receipts
+// by orderId, so with one namespace every consumer delivery would find the
+// producer's receipt for the same order and be skipped as a duplicate.
+const (
+	ConsumerNamespace = "consumer"
+	ProducerNamespace = "producer"
+)
+
+// receiptActions: the idem library (pkg/idem/dynamostore) calls only GetItem
+// and UpdateItem, and commits transactions whose receipt item is an Update
 // (TransactWriteItems is authorized per item action; there is no
-// dynamodb:TransactWriteItems IAM action). PutItem grants nothing UpdateItem
-// cannot already do on this table and keeps a switch to Put from breaking
-// deployments. No DeleteItem, Scan, Query or Batch*.
+// dynamodb:TransactWriteItems IAM action). No PutItem, DeleteItem, Scan,
+// Query or Batch*.
 var receiptActions = []string{
 	"dynamodb:GetItem",
 	"dynamodb:PutItem",
@@ -133,7 +143,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 	consumerEnv := map[string]*string{
 		EnvIdemTable:        idemTable.TableName(),
 		EnvLedgerTable:      ledgerTable.TableName(),
-		EnvNamespace:        jsii.String("consumer"),
+		EnvNamespace:        jsii.String(ConsumerNamespace),
 		EnvMode:             jsii.String(cfg.Mode),
 		EnvRetention:        jsii.String(cfg.ReceiptRetention.String()),
 		EnvSafetyMargin:     jsii.String(cfg.SafetyMargin.String()),
@@ -157,7 +167,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 	producer := newFunction(stack, "Producer", cfg, producerCode, map[string]*string{
 		EnvQueueURL:     queue.QueueUrl(),
 		EnvIdemTable:    idemTable.TableName(),
-		EnvNamespace:    jsii.String("producer"),
+		EnvNamespace:    jsii.String(ProducerNamespace),
 		EnvRetention:    jsii.String(cfg.ReceiptRetention.String()),
 		EnvSafetyMargin: jsii.String(cfg.SafetyMargin.String()),
 		EnvLogLevel:     jsii.String("INFO"),
@@ -226,10 +236,13 @@ func newFunction(stack awscdk.Stack, id string, cfg Config, codeDir string, env 
 
 // addAlarms: anything in the DLQ, a backlog older than retries can explain,
 // and any function error (with ReportBatchItemFailures a failed message is a
-// partial batch response, so Errors > 0 means a crash or timeout).
+// partial batch response, so Errors > 0 means a crash or timeout). With
+// cfg.AlarmTopicARN set, every alarm notifies that (imported, not created)
+// SNS topic.
 func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer awslambda.Function) {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
-	awscloudwatch.NewAlarm(stack, jsii.String("AlarmDeadLetterQueueNotEmpty"), &awscloudwatch.AlarmProps{
+	var alarms []awscloudwatch.Alarm
+	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmDeadLetterQueueNotEmpty"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String("Messages failed MaxReceiveCount times and were dead-lettered."),
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: minute, Statistic: jsii.String("Maximum"),
@@ -238,8 +251,8 @@ func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		EvaluationPeriods:  jsii.Number(1),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("AlarmQueueBacklogAge"), &awscloudwatch.AlarmProps{
+	}))
+	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmQueueBacklogAge"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String(fmt.Sprintf("Oldest message is older than (MaxReceiveCount+1) x visibility timeout = %s: the consumer is not keeping up.", cfg.BacklogAgeThreshold())),
 		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period: minute, Statistic: jsii.String("Maximum"),
@@ -248,8 +261,8 @@ func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		EvaluationPeriods:  jsii.Number(1),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("AlarmConsumerErrors"), &awscloudwatch.AlarmProps{
+	}))
+	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmConsumerErrors"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String("The consumer function crashed or timed out."),
 		Metric: consumer.MetricErrors(&awscloudwatch.MetricOptions{
 			Period: minute, Statistic: jsii.String("Sum"),
@@ -258,7 +271,15 @@ func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		EvaluationPeriods:  jsii.Number(1),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+	}))
+	if cfg.AlarmTopicARN == "" {
+		return
+	}
+	topic := awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicARN))
+	action := awscloudwatchactions.NewSnsAction(topic)
+	for _, a := range alarms {
+		_, _ = a, action
+	}
 }
 
 func seconds(d time.Duration) awscdk.Duration {

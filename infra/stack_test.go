@@ -198,15 +198,20 @@ func TestStackFollowsConfig(t *testing.T) {
 				tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(2))
 			})
 			wantEnv(t, consumer, map[string]string{
-				EnvIdemTable: "", EnvLedgerTable: "", EnvNamespace: "consumer", EnvMode: cfg.Mode,
+				EnvIdemTable: "", EnvLedgerTable: "", EnvNamespace: ConsumerNamespace, EnvMode: cfg.Mode,
 				EnvRetention: cfg.ReceiptRetention.String(), EnvSafetyMargin: cfg.SafetyMargin.String(),
 				EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), EnvLogLevel: "INFO",
 			})
 			wantEnv(t, c.one(t, "AWS::Lambda::Function", "Producer"), map[string]string{
-				EnvQueueURL: "", EnvIdemTable: "", EnvNamespace: "producer",
+				EnvQueueURL: "", EnvIdemTable: "", EnvNamespace: ProducerNamespace,
 				EnvRetention: cfg.ReceiptRetention.String(), EnvSafetyMargin: cfg.SafetyMargin.String(), EnvLogLevel: "INFO",
 			})
 
+			for id, a := range c.byType("AWS::CloudWatch::Alarm") {
+				if _, ok := a["AlarmActions"]; ok {
+					t.Errorf("alarm %s has AlarmActions without AlarmTopicARN: %v", id, a["AlarmActions"])
+				}
+			}
 			check(t, "alarms", func() {
 				tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(3))
 				tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
@@ -258,6 +263,37 @@ func TestEffectURLOnlyWhenConfigured(t *testing.T) {
 	}
 }
 
+// TestNamespacesDiffer: the functions share the receipt table and the orderId
+// key, so one namespace would turn every consumer delivery into a duplicate
+// of the producer's receipt.
+func TestNamespacesDiffer(t *testing.T) {
+	if ConsumerNamespace == "" || ProducerNamespace == "" || ConsumerNamespace == ProducerNamespace {
+		t.Fatalf("namespaces consumer=%q producer=%q must be non-empty and differ", ConsumerNamespace, ProducerNamespace)
+	}
+}
+
+// TestAlarmTopic: with AlarmTopicARN every alarm notifies exactly that topic;
+// the topic is imported, so no SNS resource is created.
+func TestAlarmTopic(t *testing.T) {
+	cfg := TestConfig()
+	cfg.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
+	_, c := synth(t, newTestStack(cfg))
+	alarms := c.byType("AWS::CloudWatch::Alarm")
+	if len(alarms) != 3 {
+		t.Fatalf("want 3 alarms, got %d", len(alarms))
+	}
+	for id, a := range alarms {
+		if got := toStrings(a["AlarmActions"]); len(got) != 1 || got[0] != cfg.AlarmTopicARN {
+			t.Errorf("alarm %s: AlarmActions = %v, want [%s]", id, a["AlarmActions"], cfg.AlarmTopicARN)
+		}
+	}
+	for id, r := range c.Resources {
+		if strings.HasPrefix(r.Type, "AWS::SNS::") {
+			t.Errorf("unexpected SNS resource %s (%s): the topic must be imported", id, r.Type)
+		}
+	}
+}
+
 // TestLeastPrivilege walks every IAM policy and role in the template.
 func TestLeastPrivilege(t *testing.T) {
 	_, c := synth(t, newTestStack(DefaultConfig()))
@@ -292,6 +328,43 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if len(statements) == 0 {
 		t.Fatal("no IAM statements found")
+	}
+	// DynamoDB actions are pinned per table: receipts need GetItem and
+	// UpdateItem only (no PutItem), the ledger UpdateItem only.
+	wantDynamo := map[string]string{
+		"IdempotencyTable": "dynamodb:GetItem,dynamodb:UpdateItem",
+		"LedgerTable":      "dynamodb:UpdateItem",
+	}
+	grants := map[string]int{}
+	for _, s := range statements {
+		var dyn []string
+		for _, a := range toStrings(s["Action"]) {
+			if strings.HasPrefix(a, "dynamodb:") {
+				dyn = append(dyn, a)
+			}
+		}
+		if len(dyn) == 0 {
+			continue
+		}
+		sort.Strings(dyn)
+		raw, _ := json.Marshal(s["Resource"])
+		matched := false
+		for table, want := range wantDynamo {
+			if strings.Contains(string(raw), table) {
+				matched = true
+				grants[table]++
+				if got := strings.Join(dyn, ","); got != want {
+					t.Errorf("%s actions = %s, want %s", table, got, want)
+				}
+			}
+		}
+		if !matched {
+			t.Errorf("dynamodb actions %v on unexpected resource %s", dyn, raw)
+		}
+	}
+	// Idempotency table: consumer and producer; ledger: consumer only.
+	if grants["IdempotencyTable"] != 2 || grants["LedgerTable"] != 1 {
+		t.Errorf("dynamodb grant statements per table = %v, want IdempotencyTable:2 LedgerTable:1", grants)
 	}
 	for _, s := range statements {
 		actions := toStrings(s["Action"])

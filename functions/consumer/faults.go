@@ -1,9 +1,9 @@
 package main
 
 // Fault injection for the integration harness. Everything here is inert
-// unless its environment variable is set, except the "poison" body field,
-// which only a test producer sends. A fork deletes this file and the three
-// calls to it in effect.go.
+// unless its FAULT_* environment variable is set; the stack sets none. A
+// fork deletes this file, the Faults field and loadFaults call in config.go,
+// newFaults in handler.go and the calls to g.faults in effect.go.
 
 import (
 	"context"
@@ -35,12 +35,17 @@ type Faults struct {
 	// (FAULT_EFFECT_FAIL_TIMES, default 1).
 	FailKeys  map[string]bool
 	FailTimes int
+	// Poison (FAULT_POISON=true) makes every order whose body has
+	// "poison": true fail, every time: a message that can only end in the
+	// dead-letter queue.
+	Poison bool
 }
 
 func loadFaults(e *envconfig.Reader) Faults {
 	f := Faults{
 		HookURL:   e.HTTPURL("FAULT_HOOK_URL"),
 		FailTimes: e.Int("FAULT_EFFECT_FAIL_TIMES", 1, 0),
+		Poison:    e.Bool("FAULT_POISON"),
 	}
 	for _, k := range e.List("FAULT_EFFECT_FAIL_KEYS") {
 		if f.FailKeys == nil {
@@ -51,8 +56,7 @@ func loadFaults(e *envconfig.Reader) Faults {
 	return f
 }
 
-// faults applies Faults. The zero value and nil do nothing but honour
-// poison orders.
+// faults applies Faults. The zero value and nil do nothing.
 type faults struct {
 	Faults
 	client *http.Client
@@ -98,13 +102,16 @@ func (f *faults) hook(ctx context.Context, point, key string) {
 
 // effectError returns the injected failure of the effect for key, if any.
 func (f *faults) effectError(ctx context.Context, key string, body string) error {
+	if f == nil {
+		return nil
+	}
 	var p struct {
 		Poison bool `json:"poison"`
 	}
-	if json.Unmarshal([]byte(body), &p) == nil && p.Poison {
+	if f.Poison && json.Unmarshal([]byte(body), &p) == nil && p.Poison {
 		return fmt.Errorf("%w: poison order %q fails every time", ErrInjected, key)
 	}
-	if f == nil || !f.FailKeys[key] {
+	if !f.FailKeys[key] {
 		return nil
 	}
 	attempt := f.attempt(ctx, key)

@@ -16,7 +16,8 @@ import (
 )
 
 // Consumer handles SQS batches of orders: each order's gift card is issued
-// exactly once (transactional mode) or at most once per lease (lease mode).
+// exactly once (transactional mode), or once except for the documented
+// window of a crash between the effect and its receipt (lease mode).
 type Consumer struct {
 	batch     *sqsbatch.Handler
 	log       *slog.Logger

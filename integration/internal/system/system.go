@@ -125,9 +125,11 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	consumerLog := io.MultiWriter(logs, s.Records)
 	env := s.lambdaEnv(cfg.SQSURL)
 	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
-		Name:     "consumer",
-		Binary:   cfg.ConsumerBinary,
-		Env:      merge(consumerFn.Env, env, cfg.ConsumerEnv),
+		Name:   "consumer",
+		Binary: cfg.ConsumerBinary,
+		// Poison orders are part of every scenario's vocabulary; the deployed
+		// stack never sets the switch.
+		Env:      merge(consumerFn.Env, env, map[string]string{"FAULT_POISON": "true"}, cfg.ConsumerEnv),
 		Timeout:  consumerFn.Timeout,
 		MemoryMB: consumerFn.MemoryMB,
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
