@@ -58,7 +58,6 @@ const (
 // Query or Batch*.
 var receiptActions = []string{
 	"dynamodb:GetItem",
-	"dynamodb:PutItem",
 	"dynamodb:UpdateItem",
 }
 
@@ -278,7 +277,7 @@ func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer
 	topic := awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicARN))
 	action := awscloudwatchactions.NewSnsAction(topic)
 	for _, a := range alarms {
-		_, _ = a, action
+		a.AddAlarmAction(action)
 	}
 }
 
