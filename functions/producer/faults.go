@@ -22,9 +22,12 @@ var ErrInjected = errors.New("producer: injected fault")
 // Faults are the fault switches.
 type Faults struct {
 	// FailSend (FAULT_FAIL_SEND=true): every SendMessageBatch call fails.
+	// A failed call is not retried by the producer (the SDK retries calls),
+	// so each order fails after one call and its record is released.
 	FailSend bool
 	// FailSendKeys (FAULT_FAIL_SEND_KEYS, comma-separated order ids): these
-	// entries come back as failed entries of an otherwise successful batch.
+	// entries come back as failed entries of an otherwise successful batch,
+	// not the sender's fault, so they are retried SEND_ATTEMPTS times.
 	FailSendKeys []string
 	// FailPostSendUpdate (FAULT_FAIL_POST_SEND_UPDATE=true): writing the
 	// receipt after a successful send fails. The record stays IN_PROGRESS,

@@ -87,6 +87,11 @@ type Failure struct {
 // to a batcher that sends up to 10 per SendMessageBatch call: the library's
 // protocol per order stays intact (acquire, send, complete or release) and
 // n orders cost about n/10 SQS requests.
+//
+// A message is sent only while its record is held: an order that runs out
+// of time before its batch goes is taken out of the batch, and a batch's
+// calls and retries end by the earliest deadline of its orders. Handle
+// returns only after every send has finished.
 type Producer struct {
 	guard       *idem.Guard
 	sqs         SQS
