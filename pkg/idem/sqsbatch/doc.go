@@ -18,8 +18,11 @@
 //     so SQS delivers it again after the visibility timeout and, after the
 //     queue's maxReceiveCount, moves it to the dead-letter queue. No record
 //     is ever dropped silently.
-//   - Records run concurrently, at most WithConcurrency at a time. An error
-//     or a panic in one record fails that record only.
+//   - Records run concurrently, at most WithConcurrency at a time, except
+//     that records with the same key run one after the other: a copy in the
+//     same batch is then a Duplicate at once, not an InProgress that comes
+//     back after the visibility timeout. An error or a panic in one record
+//     fails that record only (and the later records of its key, unrun).
 //   - FIFO queues (an event source ARN ending in ".fifo"): the records of one
 //     message group run in order, one at a time; after a failure the rest of
 //     the group is failed without running, so a later message never

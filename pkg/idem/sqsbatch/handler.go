@@ -19,11 +19,13 @@ import (
 const DefaultConcurrency = 10
 
 var (
-	// ErrPanic wraps the value of a panic in the effect; the record fails.
-	ErrPanic = errors.New("sqsbatch: effect panicked")
-	// ErrGroupFailed: an earlier message of the same FIFO message group
+	// ErrPanic wraps the value of a panic in the effect or the key
+	// function; the record fails.
+	ErrPanic = errors.New("sqsbatch: panic")
+	// ErrGroupFailed: an earlier record of the same unit (the same FIFO
+	// message group, or on a standard queue the same key)
 	// failed in this batch, so this one was not run (it would overtake it).
-	ErrGroupFailed = errors.New("sqsbatch: earlier message of group failed")
+	ErrGroupFailed = errors.New("sqsbatch: an earlier record of the same group or key failed")
 )
 
 // Func is the effect of one record, run at most once per key (lease mode).
@@ -42,8 +44,8 @@ type Record struct {
 	// Key is the idempotency key, "" when the KeyFunc found none.
 	Key string
 	// Outcome is the Guard's. It is idem.Rejected when no key was found, and
-	// zero when the record was not run because an earlier message of its
-	// FIFO group failed (Err wraps ErrGroupFailed).
+	// zero when the record was not run because an earlier record of its
+	// FIFO group, or of its key, failed (Err wraps ErrGroupFailed).
 	Outcome  idem.Outcome
 	Attempts int
 	Err      error
@@ -171,16 +173,22 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		log = log.With(slog.String("request_id", lc.AwsRequestID))
 	}
 
-	// A unit runs on one worker, in order: one record on a standard queue,
-	// one message group on a FIFO queue.
-	units := split(ev.Records)
+	keys := make([]keyed, len(ev.Records))
+	for i, msg := range ev.Records {
+		keys[i].key, keys[i].err = h.keyOf(msg)
+	}
+	// A unit runs on one worker, in order: the records of one key on a
+	// standard queue, so that a copy in the same batch is a Duplicate at
+	// once rather than an InProgress that comes back after the visibility
+	// timeout; the records of one message group on a FIFO queue.
+	units := split(ev.Records, keys)
 	failed := make([]bool, len(ev.Records)) // each index written by one worker
 	work := make(chan []int)
 	var wg sync.WaitGroup
 	for range min(h.opts.concurrency, len(units)) {
 		wg.Go(func() {
 			for unit := range work {
-				h.runUnit(ctx, log, ev.Records, unit, failed)
+				h.runUnit(ctx, log, ev.Records, keys, unit, failed)
 			}
 		})
 	}
@@ -199,39 +207,62 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
-// split groups the indexes of records into units of work. The queue type is
-// taken from the first record: a batch comes from one event source.
-func split(records []events.SQSMessage) [][]int {
-	if !strings.HasSuffix(records[0].EventSourceARN, ".fifo") {
-		units := make([][]int, len(records))
-		for i := range records {
-			units[i] = []int{i}
+// keyed is a record's key, or why it has none.
+type keyed struct {
+	key string
+	err error
+}
+
+// keyOf runs the key function; a panic in it fails that record only.
+func (h *Handler) keyOf(msg events.SQSMessage) (key string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			key, err = "", fmt.Errorf("%w in the key function: %v", ErrPanic, p)
 		}
-		return units
+	}()
+	key, err = h.key(msg)
+	if err == nil && key == "" {
+		err = fmt.Errorf("%w: empty key", ErrNoKey)
 	}
+	return key, err
+}
+
+// split groups the indexes of records into units of work: by message group
+// on a FIFO queue, by key on a standard queue (a record without a key is a
+// unit of its own). The queue type is taken from the first record: a batch
+// comes from one event source.
+func split(records []events.SQSMessage, keys []keyed) [][]int {
+	fifo := strings.HasSuffix(records[0].EventSourceARN, ".fifo")
 	var units [][]int
-	group := make(map[string]int) // message group id → index in units
+	unitOf := make(map[string]int)
 	for i, r := range records {
-		id := r.Attributes["MessageGroupId"]
-		g, ok := group[id]
+		id := keys[i].key
+		switch {
+		case fifo:
+			id = r.Attributes["MessageGroupId"]
+		case keys[i].err != nil:
+			units = append(units, []int{i})
+			continue
+		}
+		u, ok := unitOf[id]
 		if !ok {
-			g = len(units)
-			group[id] = g
+			u = len(units)
+			unitOf[id] = u
 			units = append(units, nil)
 		}
-		units[g] = append(units[g], i)
+		units[u] = append(units[u], i)
 	}
 	return units
 }
 
-func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, unit []int, failed []bool) {
+func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, failed []bool) {
 	groupFailed := false
 	for _, i := range unit {
 		var r Record
 		if groupFailed {
 			r = Record{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
 		} else {
-			r = h.runRecord(ctx, log, records[i])
+			r = h.runRecord(ctx, log, records[i], keys[i])
 		}
 		failed[i] = r.Failed
 		groupFailed = groupFailed || r.Failed
@@ -254,10 +285,17 @@ func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r Record) {
 	h.opts.hook(ctx, r)
 }
 
-func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage) (r Record) {
+func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r Record) {
 	r.MessageID = msg.MessageId
-	// A panic in the key function or the effect (the Guard releases the
-	// record and re-raises it) stops here, so it fails this record only.
+	if k.err != nil {
+		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", k.err), true
+		return r
+	}
+	key := k.key
+	r.Key = key
+
+	// A panic in the effect (the Guard releases the record and re-raises
+	// it) stops here, so it fails this record only.
 	defer func() {
 		if p := recover(); p != nil {
 			log.ErrorContext(ctx, "effect panicked",
@@ -268,17 +306,8 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 		}
 	}()
 
-	key, err := h.key(msg)
-	if err == nil && key == "" {
-		err = fmt.Errorf("%w: empty key", ErrNoKey)
-	}
-	if err != nil {
-		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", err), true
-		return r
-	}
-	r.Key = key
-
 	var res idem.Result
+	var err error
 	payload := h.opts.payload(msg)
 	if h.txfn != nil {
 		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.Tx, error) {

@@ -555,3 +555,29 @@ func TestPanicsOutsideTheEffect(t *testing.T) {
 		t.Fatalf("failures %v, %v, effects %d; want only the record whose key function panicked", failures(resp), err, ran.Load())
 	}
 }
+
+// TestSameKeyInOneBatch: two copies of a message in one batch of a standard
+// queue run one after the other, so the copy is a duplicate at once and
+// nothing comes back.
+func TestSameKeyInOneBatch(t *testing.T) {
+	var ran atomic.Int32
+	var rec recorder
+	h, err := sqsbatch.New(newGuard(t, idemtest.NewMemoryStore()), sqsbatch.Attribute("id"),
+		func(context.Context, string, events.SQSMessage) ([]byte, error) {
+			ran.Add(1)
+			time.Sleep(20 * time.Millisecond) // long enough for a concurrent copy to see it in progress
+			return nil, nil
+		}, sqsbatch.WithLogger(quiet), sqsbatch.WithRecordHook(rec.hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		msg("m1", "order-1", "b"), msg("m2", "order-1", "b"), msg("m3", "order-2", "b"),
+	}})
+	if err != nil || len(resp.BatchItemFailures) != 0 || ran.Load() != 2 {
+		t.Fatalf("failures %v, %v, effects %d; want none, 2 effects", failures(resp), err, ran.Load())
+	}
+	if o := rec.records["m2"].Outcome; o != idem.Duplicate {
+		t.Fatalf("copy in the same batch: %v, want duplicate", o)
+	}
+}
