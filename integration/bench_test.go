@@ -22,10 +22,11 @@ import (
 // benchEnv is what every benchmark shares: one DynamoDB Local, a client
 // counting the requests it sends, a receipt table and a ledger table.
 type benchEnv struct {
-	store   *dynamostore.Store
-	client  *dynamodb.Client
-	ledger  string
-	counter *requestCounter
+	store    *dynamostore.Store
+	client   *dynamodb.Client
+	ledger   string
+	receipts string
+	counter  *requestCounter
 }
 
 var (
@@ -61,6 +62,7 @@ func setupBench(b *testing.B) *benchEnv {
 			benchErr = tb.err
 			return
 		}
+		env.receipts = table
 		if env.store, benchErr = dynamostore.New(client, table); benchErr != nil {
 			return
 		}
