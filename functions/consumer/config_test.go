@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
@@ -15,9 +17,12 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		IdemTable: "idem", LedgerTable: "ledger", Namespace: "consumer", Mode: ModeLease,
-		Retention: 168 * time.Hour, SafetyMargin: 2 * time.Second, CacheSize: 1000,
-		Concurrency: 10, LogLevel: slog.LevelInfo, Faults: Faults{FailTimes: 1},
+		Guard: envconfig.Guard{
+			IdemTable: "idem", Namespace: "consumer",
+			Retention: 168 * time.Hour, SafetyMargin: 2 * time.Second, CacheSize: 1000,
+			LogLevel: slog.LevelInfo,
+		},
+		LedgerTable: "ledger", Mode: ModeLease, Concurrency: 10, Faults: Faults{FailTimes: 1},
 	}
 	if cfg.Faults.FailKeys != nil {
 		t.Errorf("fail keys = %v, want none", cfg.Faults.FailKeys)
@@ -44,7 +49,7 @@ func TestLoadConfigAll(t *testing.T) {
 		!cfg.Faults.FailKeys["b"] || cfg.Faults.FailTimes != 2 || cfg.Retention != 24*time.Hour {
 		t.Errorf("config = %+v", cfg)
 	}
-	if n := len(cfg.GuardOptions()); n != 3 {
+	if n := len(cfg.Guard.Options()); n != 3 {
 		t.Errorf("%d guard options, want retention, margin, lease", n)
 	}
 }
@@ -63,9 +68,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"FAULT_HOOK_URL":          "/relative",
 	}
 	_, err := LoadConfig(func(k string) string { return env[k] })
-	var cerr *ConfigError
+	var cerr *envconfig.Error
 	if !errors.As(err, &cerr) {
-		t.Fatalf("err = %v, want a *ConfigError", err)
+		t.Fatalf("err = %v, want an *envconfig.Error", err)
 	}
 	var vars []string
 	for _, p := range cerr.Problems {
@@ -93,7 +98,7 @@ func TestLoadConfigConflicts(t *testing.T) {
 			env[k] = v
 		}
 		_, err := LoadConfig(func(k string) string { return env[k] })
-		var cerr *ConfigError
+		var cerr *envconfig.Error
 		if !errors.As(err, &cerr) || len(cerr.Problems) != 1 || cerr.Problems[0].Var != variable {
 			t.Errorf("%v: err = %v, want one problem with %s", extra, err, variable)
 		}

@@ -68,6 +68,15 @@ func parseOrder(key, body string) (Order, error) {
 	return o, nil
 }
 
+// orderOf is the Order the effect runs on, parsed again because sqsbatch
+// hands the effect the key and raw message, not what orderKey parsed.
+// orderKey already accepted this key and body (a bad order is Rejected before
+// the Guard runs), so ErrBadOrder cannot come from here; the error is kept
+// only so that an effect wired to another key function never gets a zero Order.
+func orderOf(key string, msg events.SQSMessage) (Order, error) {
+	return parseOrder(key, msg.Body)
+}
+
 // GiftCard is the effect's result, stored with the receipt and replayed to
 // duplicates.
 type GiftCard struct {
@@ -96,7 +105,7 @@ type GiftCards struct {
 // Issue is the lease-mode effect: notify the remote system (when
 // configured), then record the issuance in the ledger.
 func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
-	order, err := parseOrder(key, msg.Body)
+	order, err := orderOf(key, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +145,7 @@ func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage
 // runs for duplicates too), so transactional mode is for effects that are
 // DynamoDB writes only: EFFECT_URL is refused in that mode.
 func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.Tx, error) {
-	order, err := parseOrder(key, msg.Body)
+	order, err := orderOf(key, msg)
 	if err != nil {
 		return idem.Tx{}, err
 	}

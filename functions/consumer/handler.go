@@ -29,7 +29,7 @@ type Consumer struct {
 // store must implement idem.TxStore in transactional mode; metricsOut
 // receives the EMF lines (stdout in Lambda).
 func NewConsumer(cfg Config, store idem.Store, ledger Ledger, client *http.Client, log *slog.Logger, metricsOut io.Writer) (*Consumer, error) {
-	g, err := idem.New(store, cfg.Namespace, cfg.GuardOptions()...)
+	g, err := idem.New(store, cfg.Namespace, cfg.Guard.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: guard: %w", err)
 	}

@@ -14,30 +14,45 @@ import (
 // MetricNamespace is the CloudWatch namespace of the consumer's metrics.
 const MetricNamespace = "ExactlyOnce"
 
-// metricNames are the metrics of one batch, one per outcome. Skipped counts
-// FIFO records not run because an earlier record of their group failed;
-// Rejected counts records without a valid key or order.
-var metricNames = [...]string{"Executed", "Duplicate", "InProgress", "Failed", "LeaseLost", "Mismatch", "Rejected", "Skipped"}
+// metricTable lists the metrics of one batch in EMF order, each with the
+// outcome it counts. Skipped (outcome 0) counts FIFO records not run because
+// an earlier record of their group failed; Rejected counts records without a
+// valid key or order.
+var metricTable = [...]struct {
+	outcome idem.Outcome
+	name    string
+}{
+	{idem.Executed, "Executed"},
+	{idem.Duplicate, "Duplicate"},
+	{idem.InProgress, "InProgress"},
+	{idem.Failed, "Failed"},
+	{idem.LeaseLost, "LeaseLost"},
+	{idem.Mismatch, "Mismatch"},
+	{idem.Rejected, "Rejected"},
+	{0, "Skipped"},
+}
 
-func metricIndex(r sqsbatch.Record) int {
-	switch r.Outcome {
-	case idem.Executed:
-		return 0
-	case idem.Duplicate:
-		return 1
-	case idem.InProgress:
-		return 2
-	case idem.LeaseLost:
-		return 4
-	case idem.Mismatch:
-		return 5
-	case idem.Rejected:
-		return 6
-	case 0:
-		return 7
-	default:
-		return 3
+// metricNames are the names of metricTable, in its order.
+var metricNames = func() (names [len(metricTable)]string) {
+	for i, m := range metricTable {
+		names[i] = m.name
 	}
+	return names
+}()
+
+// metricIndex is the index in metricTable of r's outcome. An outcome the
+// table lacks (none today) counts as Failed.
+func metricIndex(r sqsbatch.Record) int {
+	failed := -1
+	for i, m := range metricTable {
+		switch m.outcome {
+		case r.Outcome:
+			return i
+		case idem.Failed:
+			failed = i
+		}
+	}
+	return failed
 }
 
 // counts are the outcomes of one batch. Records finish concurrently.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -35,9 +37,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"FAULT_FAIL_SEND":      "sometimes",
 	}
 	_, err := LoadConfig(func(k string) string { return env[k] })
-	var cerr *ConfigError
+	var cerr *envconfig.Error
 	if !errors.As(err, &cerr) {
-		t.Fatalf("err = %v, want a *ConfigError", err)
+		t.Fatalf("err = %v, want an *envconfig.Error", err)
 	}
 	var vars []string
 	for _, p := range cerr.Problems {

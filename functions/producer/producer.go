@@ -108,7 +108,7 @@ type Producer struct {
 // client.
 func NewProducer(cfg Config, store idem.Store, client SQS, log *slog.Logger) (*Producer, error) {
 	store, client = cfg.Faults.wrap(store, client)
-	g, err := idem.New(store, cfg.Namespace, cfg.GuardOptions()...)
+	g, err := idem.New(store, cfg.Namespace, cfg.Guard.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("producer: guard: %w", err)
 	}
