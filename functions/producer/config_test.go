@@ -41,15 +41,11 @@ func TestLoadConfigErrors(t *testing.T) {
 	if !errors.As(err, &cerr) {
 		t.Fatalf("err = %v, want an *envconfig.Error", err)
 	}
-	var vars []string
-	for _, p := range cerr.Problems {
-		vars = append(vars, p.Var)
-	}
+	vars := cerr.Vars()
 	want := []string{"IDEM_TABLE", "QUEUE_URL"}
 	for k := range env {
 		want = append(want, k)
 	}
-	slices.Sort(vars)
 	slices.Sort(want)
 	if !slices.Equal(vars, want) {
 		t.Errorf("problems with %v\nwant %v", vars, want)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,16 @@ func (e *Error) Error() string {
 		parts[i] = p.Var + ": " + p.Reason
 	}
 	return e.Program + " configuration: " + strings.Join(parts, "; ")
+}
+
+// Vars returns the names of the variables with a problem, sorted.
+func (e *Error) Vars() []string {
+	vars := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		vars[i] = p.Var
+	}
+	slices.Sort(vars)
+	return vars
 }
 
 // Reader reads variables and collects their problems. Every method returns
