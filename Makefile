@@ -63,7 +63,7 @@ synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts
 	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
 
 .PHONY: integration
-integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ (or $$AWS_ENDPOINT_URL)
+integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ (or AWS_ENDPOINT_URL)
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
