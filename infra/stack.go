@@ -240,37 +240,27 @@ func newFunction(stack awscdk.Stack, id string, cfg Config, codeDir string, env 
 // SNS topic.
 func addAlarms(stack awscdk.Stack, cfg Config, queue, dlq awssqs.Queue, consumer awslambda.Function) {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
-	var alarms []awscloudwatch.Alarm
-	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmDeadLetterQueueNotEmpty"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Messages failed MaxReceiveCount times and were dead-lettered."),
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: minute, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}))
-	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmQueueBacklogAge"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(fmt.Sprintf("Oldest message is older than (MaxReceiveCount+1) x visibility timeout = %s: the consumer is not keeping up.", cfg.BacklogAgeThreshold())),
-		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period: minute, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(cfg.BacklogAgeThreshold().Seconds()),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}))
-	alarms = append(alarms, awscloudwatch.NewAlarm(stack, jsii.String("AlarmConsumerErrors"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("The consumer function crashed or timed out."),
-		Metric: consumer.MetricErrors(&awscloudwatch.MetricOptions{
-			Period: minute, Statistic: jsii.String("Sum"),
-		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}))
+	// Every alarm fires on one period above its threshold; missing data
+	// (an idle queue) is fine.
+	alarm := func(id, description, statistic string, metric func(*awscloudwatch.MetricOptions) awscloudwatch.Metric, threshold float64) awscloudwatch.Alarm {
+		return awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(description),
+			Metric:             metric(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String(statistic)}),
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	}
+	alarms := []awscloudwatch.Alarm{
+		alarm("AlarmDeadLetterQueueNotEmpty", "Messages failed MaxReceiveCount times and were dead-lettered.",
+			"Maximum", dlq.MetricApproximateNumberOfMessagesVisible, 0),
+		alarm("AlarmQueueBacklogAge",
+			fmt.Sprintf("Oldest message is older than (MaxReceiveCount+1) x visibility timeout = %s: the consumer is not keeping up.", cfg.BacklogAgeThreshold()),
+			"Maximum", queue.MetricApproximateAgeOfOldestMessage, cfg.BacklogAgeThreshold().Seconds()),
+		alarm("AlarmConsumerErrors", "The consumer function crashed or timed out.",
+			"Sum", consumer.MetricErrors, 0),
+	}
 	if cfg.AlarmTopicARN == "" {
 		return
 	}

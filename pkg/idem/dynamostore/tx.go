@@ -270,23 +270,11 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 		return 1
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return totalLen(v.Value)
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return totalLen(v.Value)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return totalLen(v.Value)
 	case *types.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {
@@ -297,4 +285,13 @@ func valueSize(v types.AttributeValue) int {
 		return 3 + mapSize(v.Value) + len(v.Value)
 	}
 	return 0
+}
+
+// totalLen is the summed length of the members of a set.
+func totalLen[T ~string | ~[]byte](members []T) int {
+	n := 0
+	for _, m := range members {
+		n += len(m)
+	}
+	return n
 }
