@@ -16,6 +16,9 @@ require (
 	github.com/aws/jsii-runtime-go v1.140.0
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
+	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
 )
 
 require (
@@ -47,4 +50,14 @@ require (
 	golang.org/x/tools v0.49.0 // indirect
 	golang.org/x/tools/cmd/godoc v0.1.0-deprecated // indirect
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
+)
+
+// The library is its own modules (pkg/idem, pkg/idem/dynamostore,
+// pkg/idem/sqsbatch, pkg/idem/redisstore), so that a user's go get pulls no
+// CDK. In this repository they are built from their directories; go.work
+// does the same for commands run inside them.
+replace (
+	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ./pkg/idem/sqsbatch
 )

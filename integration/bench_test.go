@@ -211,8 +211,8 @@ func BenchmarkTxNew(b *testing.B) {
 	write := ledgerIncrement(env.ledger)
 	measure(b, env, func(int) {
 		key := newKey()
-		res, err := g.DoTx(ctx, key, payload, func(context.Context) (idem.Tx, error) {
-			return idem.Tx{Writes: []any{write(key)}, Result: []byte("ok")}, nil
+		res, err := g.DoTx(ctx, key, payload, func(context.Context) (idem.TxEffect, error) {
+			return idem.TxEffect{Writes: []any{write(key)}, Result: []byte("ok")}, nil
 		})
 		expect(b, res, err, idem.Executed)
 	})
@@ -226,8 +226,8 @@ func BenchmarkTxDuplicate(b *testing.B) {
 	ctx := context.Background()
 	key := newKey()
 	write := ledgerIncrement(env.ledger)
-	fn := func(context.Context) (idem.Tx, error) {
-		return idem.Tx{Writes: []any{write(key)}, Result: []byte("ok")}, nil
+	fn := func(context.Context) (idem.TxEffect, error) {
+		return idem.TxEffect{Writes: []any{write(key)}, Result: []byte("ok")}, nil
 	}
 	res, err := g.DoTx(ctx, key, payload, fn)
 	expect(b, res, err, idem.Executed)

@@ -24,8 +24,10 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
-// TestDynamoStore runs the conformance suite against DynamoDB Local. All
-// subtests share one receipt table: the suite gives each its own namespace.
+// TestDynamoStore runs the conformance suite against DynamoDB Local, on a
+// table with the default schema and on a single-table design (partition +
+// sort key, one fixed partition value). The subtests of each share one
+// receipt table: the suite gives each its own namespace.
 func TestDynamoStore(t *testing.T) {
 	ddbURL, sqsURL := dynamoEndpoint(t), sqsEndpoint(t)
 	ctx := context.Background()
@@ -40,10 +42,24 @@ func TestDynamoStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idemtest.TestStore(t,
-		func(*testing.T) idem.Store { return store },
-		idemtest.WithCounter(ledgerIncrement(ledger), ledgerCount(client, ledger)),
-	)
+	t.Run("Schema=simple", func(t *testing.T) {
+		idemtest.TestStore(t,
+			func(*testing.T) idem.Store { return store },
+			idemtest.WithCounter(ledgerIncrement(ledger), ledgerCount(client, ledger)),
+		)
+	})
+	t.Run("Schema=composite", func(t *testing.T) {
+		single := createSingleTable(ctx, t, client)
+		composite, err := dynamostore.New(client, single, dynamostore.WithCompositeKey("PK", "SK", "IDEMPOTENCY"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idemtest.TestStore(t,
+			func(*testing.T) idem.Store { return composite },
+			idemtest.WithCounter(ledgerIncrement(ledger), ledgerCount(client, ledger)),
+		)
+	})
+	t.Run("ResultRefusedForItsSize", func(t *testing.T) { testResultRefused(ctx, t, store, ledger, ledgerCount(client, ledger)) })
 
 	t.Run("TxWriteConditionFails", func(t *testing.T) {
 		// The effect's own condition fails: nothing is written, receipt
@@ -59,8 +75,8 @@ func TestDynamoStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := uniqueName("order")
-		res, err := g.DoTx(ctx, key, nil, func(context.Context) (idem.Tx, error) {
-			return idem.Tx{Writes: []any{
+		res, err := g.DoTx(ctx, key, nil, func(context.Context) (idem.TxEffect, error) {
+			return idem.TxEffect{Writes: []any{
 				ledgerIncrement(ledger)(key + "-a"),
 				&types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 					TableName:                 aws.String(ledger),
@@ -105,6 +121,32 @@ func createReceiptTable(ctx context.Context, t testing.TB, client *dynamodb.Clie
 	})
 	if err != nil {
 		t.Fatalf("enable TTL on %s: %v", name, err)
+	}
+	return name
+}
+
+// createSingleTable creates a single-table design's table: PK (S) and SK
+// (S), TTL on expiresAt.
+func createSingleTable(ctx context.Context, t testing.TB, client *dynamodb.Client) string {
+	t.Helper()
+	name := uniqueName("single")
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("PK"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("SK"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("PK"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("SK"), KeyType: types.KeyTypeRange},
+		},
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		t.Fatalf("wait for table %s: %v", name, err)
 	}
 	return name
 }

@@ -144,26 +144,26 @@ func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage
 // for the Guard to commit with the receipt. It makes no call of its own (it
 // runs for duplicates too), so transactional mode is for effects that are
 // DynamoDB writes only: EFFECT_URL is refused in that mode.
-func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.Tx, error) {
+func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error) {
 	order, err := orderOf(key, msg)
 	if err != nil {
-		return idem.Tx{}, err
+		return idem.TxEffect{}, err
 	}
 	g.faults.hook(ctx, "before-effect", key)
 	if err := g.faults.effectError(ctx, key, msg.Body); err != nil {
-		return idem.Tx{}, err
+		return idem.TxEffect{}, err
 	}
 	card := giftCardFor(order)
 	update, err := g.ledgerUpdate(ctx, order, card)
 	if err != nil {
-		return idem.Tx{}, err
+		return idem.TxEffect{}, err
 	}
 	result, err := json.Marshal(card)
 	if err != nil {
-		return idem.Tx{}, err
+		return idem.TxEffect{}, err
 	}
 	g.faults.hook(ctx, "after-effect", key)
-	return idem.Tx{Writes: []any{types.TransactWriteItem{Update: update}}, Result: result}, nil
+	return idem.TxEffect{Writes: []any{types.TransactWriteItem{Update: update}}, Result: result}, nil
 }
 
 // ledgerUpdate is the ledger write: ADD issued 1 (not idempotent on

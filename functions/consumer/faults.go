@@ -109,14 +109,14 @@ func (f *faults) effectError(ctx context.Context, key string, body string) error
 		Poison bool `json:"poison"`
 	}
 	if f.Poison && json.Unmarshal([]byte(body), &p) == nil && p.Poison {
-		return fmt.Errorf("%w: poison order %q fails every time", ErrInjected, key)
+		return fmt.Errorf("%w: poison order fails every time", ErrInjected)
 	}
 	if !f.FailKeys[key] {
 		return nil
 	}
 	attempt := f.attempt(ctx, key)
 	if attempt <= f.FailTimes {
-		return fmt.Errorf("%w: transient failure of order %q, attempt %d of %d failing", ErrInjected, key, attempt, f.FailTimes)
+		return fmt.Errorf("%w: transient failure, attempt %d of %d failing", ErrInjected, attempt, f.FailTimes)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	return resp, err
 }
 
-func (c *Consumer) record(ctx context.Context, r sqsbatch.Record) {
+func (c *Consumer) record(ctx context.Context, r sqsbatch.RecordResult) {
 	st, ok := ctx.Value(batchStateKey{}).(*batchState)
 	if !ok {
 		return

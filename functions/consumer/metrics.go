@@ -26,7 +26,9 @@ var metricTable = [...]struct {
 	{idem.Duplicate, "Duplicate"},
 	{idem.InProgress, "InProgress"},
 	{idem.Failed, "Failed"},
+	{idem.StoreError, "StoreError"},
 	{idem.LeaseLost, "LeaseLost"},
+	{idem.Unconfirmed, "Unconfirmed"},
 	{idem.Mismatch, "Mismatch"},
 	{idem.Rejected, "Rejected"},
 	{0, "Skipped"},
@@ -42,7 +44,7 @@ var metricNames = func() (names [len(metricTable)]string) {
 
 // metricIndex is the index in metricTable of r's outcome. An outcome the
 // table lacks (none today) counts as Failed.
-func metricIndex(r sqsbatch.Record) int {
+func metricIndex(r sqsbatch.RecordResult) int {
 	failed := -1
 	for i, m := range metricTable {
 		switch m.outcome {
@@ -61,7 +63,7 @@ type counts struct {
 	n  [len(metricNames)]int
 }
 
-func (c *counts) add(r sqsbatch.Record) {
+func (c *counts) add(r sqsbatch.RecordResult) {
 	c.mu.Lock()
 	c.n[metricIndex(r)]++
 	c.mu.Unlock()

@@ -3,7 +3,7 @@ package idem
 import "errors"
 
 // Outcomes a caller branches on. Test them with errors.Is: the Guard wraps
-// them with the key and details.
+// them with the storage key and details.
 var (
 	// ErrInProgress: another attempt holds a live lease on the key, or a
 	// concurrent transaction on it won. Retry later; for SQS, report the
@@ -16,17 +16,43 @@ var (
 	ErrPayloadMismatch = errors.New("idem: same key, different payload")
 
 	// ErrLeaseLost: the effect ran but the lease had been taken over by
-	// another attempt before it could complete, so this attempt's receipt was
-	// not written (fencing). The new owner's record is intact. The effect may
-	// have happened twice: the documented window of lease mode.
+	// another attempt before this one could write its receipt (fencing).
+	// The new owner's record is intact. The effect may have happened twice.
 	ErrLeaseLost = errors.New("idem: lease lost to another attempt")
 
+	// ErrUnconfirmed: the effect ran, but its receipt could not be written
+	// before the lease ended (the store failed or was too slow for longer
+	// than the safety margin). After the lease another delivery may run the
+	// effect again: this is the window of lease mode, reported so it can be
+	// counted and alarmed on. The error also wraps the store's error.
+	ErrUnconfirmed = errors.New("idem: effect ran, receipt not written")
+
+	// ErrStore: the store failed (unreachable, throttled past every retry,
+	// or refused a request). Nothing is known to have run: retry later. An
+	// effect's own error is never wrapped with it.
+	ErrStore = errors.New("idem: store failed")
+
 	// ErrInvalid: bad input (empty or over-long key, bad namespace, nil
-	// function, non-positive duration, too many transactional writes). No
-	// store call was made.
+	// function, a duration or size the Guard or its store cannot honour, too
+	// many transactional writes). No store call was made.
 	ErrInvalid = errors.New("idem: invalid input")
 
-	// ErrNotTransactional: DoTx was called on a Guard whose Store does not
-	// implement TxStore.
+	// ErrNotTransactional: DoTx was called on a Guard whose Store cannot
+	// commit transactions (Capabilities.Transactions is false).
 	ErrNotTransactional = errors.New("idem: store does not support transactions")
+)
+
+// Errors a Store returns to the Guard. Callers of Do and DoTx do not see
+// them: the Guard turns them into outcomes.
+var (
+	// ErrResultTooLarge: the store refused the result because of its size
+	// and wrote nothing. The Guard writes the receipt again without the
+	// result (Result.ResultOmitted): a result never turns into a second
+	// effect.
+	ErrResultTooLarge = errors.New("idem: result too large for the store")
+
+	// ErrTxAborted: a transaction was cancelled because one of the effect's
+	// own writes was refused (its condition failed). Nothing was written and
+	// the effect did not happen: the outcome is Failed, not StoreError.
+	ErrTxAborted = errors.New("idem: transaction aborted by one of its writes")
 )

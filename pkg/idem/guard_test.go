@@ -3,6 +3,8 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -237,7 +239,7 @@ func TestStorageKeyHidesBusinessKey(t *testing.T) {
 
 func TestDoTxNeedsTxStore(t *testing.T) {
 	g := mustGuard(t, struct{ idem.Store }{idemtest.NewMemoryStore()})
-	_, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) { return idem.Tx{}, nil })
+	_, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.TxEffect, error) { return idem.TxEffect{}, nil })
 	if !errors.Is(err, idem.ErrNotTransactional) {
 		t.Fatalf("got %v, want ErrNotTransactional", err)
 	}
@@ -247,14 +249,14 @@ func TestTxEffectErrorWritesNothing(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	g := mustGuard(t, store)
 	boom := errors.New("cannot compute")
-	res, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) {
-		return idem.Tx{Writes: []any{"w"}}, boom
+	res, err := g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.TxEffect, error) {
+		return idem.TxEffect{Writes: []any{"w"}}, boom
 	})
 	if !errors.Is(err, boom) || res.Outcome != idem.Failed || len(store.Writes()) != 0 {
 		t.Fatalf("got %+v, %v, writes %v", res, err, store.Writes())
 	}
-	res, err = g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.Tx, error) {
-		return idem.Tx{Writes: []any{"w"}, Result: []byte("r")}, nil
+	res, err = g.DoTx(context.Background(), "k", nil, func(context.Context) (idem.TxEffect, error) {
+		return idem.TxEffect{Writes: []any{"w"}, Result: []byte("r")}, nil
 	})
 	if err != nil || res.Outcome != idem.Executed || len(store.Writes()) != 1 {
 		t.Fatalf("retry: %+v, %v, writes %v", res, err, store.Writes())
@@ -264,5 +266,255 @@ func TestTxEffectErrorWritesNothing(t *testing.T) {
 func TestOutcomeString(t *testing.T) {
 	if idem.LeaseLost.String() != "lease_lost" || idem.Outcome(0).String() != "unknown" {
 		t.Fatal(idem.LeaseLost.String(), idem.Outcome(0).String())
+	}
+}
+
+func TestLeaseNotLongerThanMarginIsInvalid(t *testing.T) {
+	for _, opts := range [][]idem.Option{
+		{idem.WithLease(2 * time.Second), idem.WithSafetyMargin(2 * time.Second)},
+		{idem.WithSafetyMargin(3 * time.Second), idem.WithLease(time.Second)}, // order does not matter
+		{idem.WithLease(idem.DefaultSafetyMargin)},
+	} {
+		if _, err := idem.New(idemtest.NewMemoryStore(), "test", opts...); !errors.Is(err, idem.ErrInvalid) {
+			t.Errorf("New: %v, want ErrInvalid", err)
+		}
+	}
+}
+
+func TestMaxResultSizeBoundedByStore(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	if _, err := idem.New(store, "test", idem.WithMaxResultSize(idemtest.MemoryMaxResultSize+1)); !errors.Is(err, idem.ErrInvalid) {
+		t.Fatalf("cap above the store's: %v, want ErrInvalid", err)
+	}
+	if _, err := idem.New(store, "test", idem.WithMaxResultSize(idemtest.MemoryMaxResultSize)); err != nil {
+		t.Fatalf("cap at the store's: %v", err)
+	}
+	// A store that keeps less than the default lowers the default.
+	small := smallStore{store}
+	g, err := idem.New(small, "t", idem.WithPlainKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Do(context.Background(), "k", nil, ok(strings.Repeat("x", 101)))
+	if err != nil || res.Outcome != idem.Executed || !res.ResultOmitted {
+		t.Fatalf("result over a small store's cap: %+v, %v; want Executed, ResultOmitted", res, err)
+	}
+}
+
+type smallStore struct{ *idemtest.MemoryStore }
+
+func (smallStore) Capabilities() idem.Capabilities {
+	return idem.Capabilities{MaxResultSize: 100, MaxKeySize: 20}
+}
+
+func TestStorageKeyBoundedByStore(t *testing.T) {
+	g := mustGuard(t, smallStore{idemtest.NewMemoryStore()}, idem.WithPlainKeys())
+	if res, err := g.Do(context.Background(), "123456789012345", nil, ok("v")); err != nil || res.Outcome != idem.Executed {
+		t.Fatalf("storage key of 20 bytes: %+v, %v", res, err) // "test#" + 15
+	}
+	res, err := g.Do(context.Background(), "1234567890123456", nil, ok("v"))
+	if !errors.Is(err, idem.ErrInvalid) || res.Outcome != idem.Rejected {
+		t.Fatalf("storage key of 21 bytes: %+v, %v; want ErrInvalid", res, err)
+	}
+	if _, err := idem.New(struct{ idem.Store }{noLimits{}}, "test"); !errors.Is(err, idem.ErrInvalid) {
+		t.Fatalf("store declaring no limits: %v, want ErrInvalid", err)
+	}
+}
+
+type noLimits struct{ idem.Store }
+
+func (noLimits) Capabilities() idem.Capabilities { return idem.Capabilities{} }
+
+// refusingStore refuses every non-empty result at Complete and Commit, as a
+// store does whose size computation was off.
+type refusingStore struct {
+	*idemtest.MemoryStore
+	completes, commits int
+}
+
+func (s *refusingStore) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
+	s.completes++
+	if len(c.Result) > 0 {
+		return idem.ErrResultTooLarge
+	}
+	return s.MemoryStore.Complete(ctx, key, lease, c)
+}
+
+func (s *refusingStore) Commit(ctx context.Context, tx idem.Transaction) (idem.Record, bool, error) {
+	s.commits++
+	if len(tx.Result) > 0 {
+		return idem.Record{}, false, idem.ErrResultTooLarge
+	}
+	return s.MemoryStore.Commit(ctx, tx)
+}
+
+func TestResultRefusedByStoreKeepsReceipt(t *testing.T) {
+	store := &refusingStore{MemoryStore: idemtest.NewMemoryStore()}
+	g := mustGuard(t, store)
+	ctx := context.Background()
+	runs := 0
+	for range 3 {
+		res, err := g.Do(ctx, "k", nil, func(context.Context) ([]byte, error) { runs++; return []byte("big"), nil })
+		if err != nil || !res.ResultOmitted {
+			t.Fatalf("Do: %+v, %v", res, err)
+		}
+	}
+	if runs != 1 || store.completes != 2 {
+		t.Fatalf("effect ran %d times, %d completes; want 1 run and a second complete without the result", runs, store.completes)
+	}
+	for range 2 {
+		res, err := g.DoTx(ctx, "t", nil, func(context.Context) (idem.TxEffect, error) {
+			return idem.TxEffect{Writes: []any{"w"}, Result: []byte("big")}, nil
+		})
+		if err != nil || !res.ResultOmitted || (res.Outcome != idem.Executed && res.Outcome != idem.Duplicate) {
+			t.Fatalf("DoTx: %+v, %v", res, err)
+		}
+	}
+	if n := len(store.Writes()); n != 1 {
+		t.Fatalf("transactional writes applied %d times, want 1", n)
+	}
+}
+
+// flakyStore fails Acquire, Complete or Release as told.
+type flakyStore struct {
+	*idemtest.MemoryStore
+	acquireErr, commitErr error
+	hangComplete          bool
+	completeReturned      time.Time
+}
+
+var errDown = errors.New("connection refused")
+
+func (s *flakyStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	if s.acquireErr != nil {
+		return idem.Record{}, false, s.acquireErr
+	}
+	return s.MemoryStore.Acquire(ctx, a)
+}
+
+// Complete, when hanging, retries a throttled write until its context ends,
+// as dynamostore does.
+func (s *flakyStore) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
+	if s.hangComplete {
+		<-ctx.Done()
+		s.completeReturned = time.Now()
+		return errors.Join(errors.New("ThrottlingException"), ctx.Err())
+	}
+	return s.MemoryStore.Complete(ctx, key, lease, c)
+}
+
+func (s *flakyStore) Commit(ctx context.Context, tx idem.Transaction) (idem.Record, bool, error) {
+	if s.commitErr != nil {
+		return idem.Record{}, false, s.commitErr
+	}
+	return s.MemoryStore.Commit(ctx, tx)
+}
+
+func TestStoreErrorIsNotAnEffectError(t *testing.T) {
+	store := &flakyStore{MemoryStore: idemtest.NewMemoryStore(), acquireErr: errDown}
+	g := mustGuard(t, store)
+	ran := false
+	res, err := g.Do(context.Background(), "k", nil, func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+	if ran || res.Outcome != idem.StoreError || !errors.Is(err, idem.ErrStore) || !errors.Is(err, errDown) {
+		t.Fatalf("acquire failing: %+v, %v (ran %v); want StoreError wrapping ErrStore", res, err, ran)
+	}
+	store.acquireErr = nil
+	boom := errors.New("smtp 554")
+	res, err = g.Do(context.Background(), "k", nil, func(context.Context) ([]byte, error) { return nil, boom })
+	if res.Outcome != idem.Failed || errors.Is(err, idem.ErrStore) || !errors.Is(err, boom) {
+		t.Fatalf("effect failing: %+v, %v; want Failed, not ErrStore", res, err)
+	}
+	store.commitErr = errDown
+	res, err = g.DoTx(context.Background(), "t", nil, func(context.Context) (idem.TxEffect, error) { return idem.TxEffect{}, nil })
+	if res.Outcome != idem.StoreError || !errors.Is(err, idem.ErrStore) {
+		t.Fatalf("commit failing: %+v, %v; want StoreError", res, err)
+	}
+	store.commitErr = fmt.Errorf("write 0 condition failed: %w", idem.ErrTxAborted)
+	res, err = g.DoTx(context.Background(), "t", nil, func(context.Context) (idem.TxEffect, error) { return idem.TxEffect{}, nil })
+	if res.Outcome != idem.Failed || errors.Is(err, idem.ErrStore) || !errors.Is(err, idem.ErrTxAborted) {
+		t.Fatalf("commit aborted by the effect's own write: %+v, %v; want Failed", res, err)
+	}
+}
+
+// TestReceiptWriteEndsWithTheLease: a store that cannot write the receipt
+// (throttled throughout) must give up when the lease ends, not after, and
+// the caller learns the effect ran without a receipt: Unconfirmed, not
+// LeaseLost, not Failed. The next delivery after the lease runs it again:
+// the window, as documented.
+func TestReceiptWriteEndsWithTheLease(t *testing.T) {
+	store := &flakyStore{MemoryStore: idemtest.NewMemoryStore(), hangComplete: true}
+	const lease = time.Second
+	g := mustGuard(t, store, idem.WithLease(lease), idem.WithSafetyMargin(300*time.Millisecond))
+	start := time.Now()
+	runs := 0
+	res, err := g.Do(context.Background(), "k", nil, func(context.Context) ([]byte, error) { runs++; return []byte("v"), nil })
+	if res.Outcome != idem.Unconfirmed || !errors.Is(err, idem.ErrUnconfirmed) || !errors.Is(err, idem.ErrStore) || string(res.Value) != "v" {
+		t.Fatalf("receipt never written: %+v, %v; want Unconfirmed", res, err)
+	}
+	if late := store.completeReturned.Sub(start.Add(lease)); late > 250*time.Millisecond { // scheduling slack on a loaded machine
+		t.Fatalf("the receipt write ran %s past the lease", late)
+	}
+	store.hangComplete = false
+	time.Sleep(time.Until(start.Add(lease + 10*time.Millisecond)))
+	if res, err := g.Do(context.Background(), "k", nil, func(context.Context) ([]byte, error) { runs++; return nil, nil }); err != nil || res.Outcome != idem.Executed || runs != 2 {
+		t.Fatalf("after the lease: %+v, %v, runs %d", res, err, runs)
+	}
+}
+
+func TestOwnAcquireAfterLostResponse(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, lostAck{store})
+	runs := 0
+	res, err := g.Do(context.Background(), "k", []byte("p"), func(context.Context) ([]byte, error) { runs++; return nil, nil })
+	if err != nil || res.Outcome != idem.Executed || res.Attempts != 1 || runs != 1 {
+		t.Fatalf("Do whose acquire response was lost: %+v, %v, runs %d; want Executed on attempt 1", res, err, runs)
+	}
+}
+
+// lostAck answers each Acquire with the response of a second, identical
+// request, as when the first response is lost and the client retries.
+type lostAck struct{ idem.Store }
+
+func (l lostAck) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	_, _, _ = l.Store.Acquire(ctx, a)
+	return l.Store.Acquire(ctx, a)
+}
+
+func TestLastErrorIsTheClassByDefault(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	for _, tc := range []struct {
+		opts []idem.Option
+		want string
+	}{
+		{nil, "*errors.errorString"},
+		{[]idem.Option{idem.WithErrorText(error.Error)}, "order alice@example.com refused"},
+		{[]idem.Option{idem.WithErrorText(func(error) string { return "redacted" })}, "redacted"},
+	} {
+		g := mustGuard(t, store, tc.opts...)
+		key := "k-" + tc.want
+		_, _ = g.Do(context.Background(), key, nil, func(context.Context) ([]byte, error) {
+			return nil, errors.New("order alice@example.com refused")
+		})
+		rec, _, _ := store.Get(context.Background(), g.StorageKey(key))
+		if rec.LastError != tc.want {
+			t.Errorf("lastError %q, want %q", rec.LastError, tc.want)
+		}
+	}
+}
+
+func TestErrorClass(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("x"), "*errors.errorString"},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), "context deadline exceeded"},
+		{fmt.Errorf("a: %w", &os.PathError{Op: "open", Path: "/secret/alice", Err: os.ErrNotExist}), "*errors.errorString"},
+		{errors.Join(&os.PathError{}, errors.New("y")), "*fs.PathError, *errors.errorString"},
+	} {
+		if got := idem.ErrorClass(tc.err); got != tc.want {
+			t.Errorf("ErrorClass(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

@@ -10,17 +10,22 @@ const (
 	// DefaultRetention is how long a receipt is kept (and duplicates caught).
 	DefaultRetention = 7 * 24 * time.Hour
 	// DefaultSafetyMargin is the time between the end of the effect's context
-	// and the end of the lease. It absorbs clock skew between the writer of
-	// leaseUntil and the machine that compares it, and leaves time to write
-	// the receipt before the Lambda deadline.
+	// and the end of the lease: the time left to write the receipt, and the
+	// allowance for clock skew between the writer of leaseUntil and the
+	// machine that compares it.
 	DefaultSafetyMargin = 2 * time.Second
 	// DefaultLease is used when ctx has no deadline and WithLease is not set.
 	DefaultLease = 5 * time.Minute
-	// DefaultMaxResultSize caps the stored result. DynamoDB items are at most
-	// 400 KB; a larger result is not stored but the receipt still is.
+	// DefaultMaxResultSize caps the stored result, or the store's own limit
+	// (Capabilities.MaxResultSize) when that is lower. A larger result is
+	// not stored but the receipt still is.
 	DefaultMaxResultSize = 300 << 10
 	// MaxKeyLen is the longest key accepted, in bytes.
 	MaxKeyLen = 1024
+	// MaxStorageKeyLen is the longest storage key a Guard makes: a
+	// namespace, the separator and a plain key (WithPlainKeys). Hashed keys
+	// are 64 bytes after the separator.
+	MaxStorageKeyLen = MaxNamespaceLen + len(KeySeparator) + MaxKeyLen
 	// MaxNamespaceLen is the longest namespace accepted, in bytes.
 	MaxNamespaceLen = 128
 	// MaxLastErrorLen caps the error text kept on a FAILED record, in bytes.
@@ -37,24 +42,45 @@ type options struct {
 	lease     time.Duration // 0: the remaining time of ctx
 	margin    time.Duration
 	retention time.Duration
-	maxResult int
+	maxResult int // -1: the default
 	cacheSize int
 	observer  Observer
 	now       func() time.Time
 	plainKeys bool
+	errorText func(error) string
 }
 
 func defaultOptions() options {
 	return options{
 		margin:    DefaultSafetyMargin,
 		retention: DefaultRetention,
-		maxResult: DefaultMaxResultSize,
+		maxResult: -1,
 		now:       time.Now,
+		errorText: ErrorClass,
 	}
+}
+
+// check validates the options against each other and the store, after all
+// of them are applied, so that their order does not matter.
+func (o *options) check(caps Capabilities) error {
+	if o.lease != 0 && o.lease <= o.margin {
+		return fmt.Errorf("%w: lease %s is not longer than the %s safety margin: no time would be left for the effect", ErrInvalid, o.lease, o.margin)
+	}
+	if caps.MaxKeySize <= 0 || caps.MaxResultSize < 0 {
+		return fmt.Errorf("%w: the store declares no usable limits (%+v)", ErrInvalid, caps)
+	}
+	if o.maxResult > caps.MaxResultSize {
+		return fmt.Errorf("%w: max result size %d is more than the store keeps (%d bytes)", ErrInvalid, o.maxResult, caps.MaxResultSize)
+	}
+	if o.maxResult < 0 {
+		o.maxResult = min(DefaultMaxResultSize, caps.MaxResultSize)
+	}
+	return nil
 }
 
 // WithLease sets the lease explicitly. By default the lease is the time left
 // before ctx's deadline (the Lambda deadline), or DefaultLease without one.
+// It must be longer than the safety margin.
 func WithLease(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -66,7 +92,8 @@ func WithLease(d time.Duration) Option {
 }
 
 // WithSafetyMargin sets how long before the lease ends the effect's context
-// is cancelled. Default DefaultSafetyMargin.
+// is cancelled: the time the receipt has to be written. Default
+// DefaultSafetyMargin.
 func WithSafetyMargin(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -91,7 +118,8 @@ func WithRetention(d time.Duration) Option {
 
 // WithMaxResultSize caps the size of a stored result in bytes. A larger
 // result is not stored; the receipt is, and duplicates learn the result was
-// omitted. Zero stores no results at all.
+// omitted. Zero stores no results at all. It cannot exceed the store's
+// Capabilities.MaxResultSize (New returns ErrInvalid).
 func WithMaxResultSize(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
@@ -143,6 +171,21 @@ func WithClock(now func() time.Time) Option {
 func WithPlainKeys() Option {
 	return func(o *options) error {
 		o.plainKeys = true
+		return nil
+	}
+}
+
+// WithErrorText sets what a FAILED record keeps of the effect's error as its
+// last error (cut to MaxLastErrorLen bytes). The default, ErrorClass, keeps
+// only the error's type, because an error's text often carries business
+// identifiers and the table must not. Pass a function that redacts, or
+// (error).Error when your errors carry nothing personal.
+func WithErrorText(fn func(error) string) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil error text function", ErrInvalid)
+		}
+		o.errorText = fn
 		return nil
 	}
 }

@@ -16,24 +16,32 @@ const (
 	// Mismatch: the key was used with another payload (ErrPayloadMismatch).
 	Mismatch
 	// LeaseLost: the effect ran but another attempt took the lease over
-	// before this one completed (ErrLeaseLost).
+	// before this one wrote its receipt (ErrLeaseLost).
 	LeaseLost
-	// Failed: the effect returned an error or panicked; the record was
-	// released as FAILED so the next delivery can run at once. Also used for
-	// store errors.
+	// Failed: the effect returned an error or panicked (or a transactional
+	// effect's own write was refused); the record was released as FAILED so
+	// the next delivery can run at once.
 	Failed
 	// Rejected: the input was invalid (ErrInvalid); nothing was stored.
 	Rejected
+	// Unconfirmed: the effect ran but its receipt could not be written
+	// before the lease ended (ErrUnconfirmed). The effect is done; a later
+	// delivery may run it again.
+	Unconfirmed
+	// StoreError: the store failed before the effect could run (ErrStore).
+	StoreError
 )
 
 var outcomeNames = [...]string{
-	Executed:   "executed",
-	Duplicate:  "duplicate",
-	InProgress: "in_progress",
-	Mismatch:   "mismatch",
-	LeaseLost:  "lease_lost",
-	Failed:     "failed",
-	Rejected:   "rejected",
+	Executed:    "executed",
+	Duplicate:   "duplicate",
+	InProgress:  "in_progress",
+	Mismatch:    "mismatch",
+	LeaseLost:   "lease_lost",
+	Failed:      "failed",
+	Rejected:    "rejected",
+	Unconfirmed: "unconfirmed",
+	StoreError:  "store_error",
 }
 
 func (o Outcome) String() string {
@@ -47,10 +55,12 @@ func (o Outcome) String() string {
 // included, so callers can log it.
 type Result struct {
 	Outcome Outcome
-	// Value is the effect's result (Executed) or the stored one (Duplicate).
+	// Value is the effect's result (Executed, Unconfirmed, LeaseLost) or
+	// the stored one (Duplicate).
 	Value []byte
-	// ResultOmitted: the result was larger than the cap and was not kept. On
-	// a Duplicate, Value is nil and the caller learns no result was kept.
+	// ResultOmitted: the result was not kept with the receipt (larger than
+	// the cap, or refused by the store). On a Duplicate, Value is nil and
+	// the caller learns no result was kept.
 	ResultOmitted bool
 	// Attempts is the record's attempt count, when known.
 	Attempts int

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// This file is the interface for implementers of a Store (dynamostore,
+// redisstore, idemtest.MemoryStore). Users of a Guard do not need it.
+
 // Status is the state of a record.
 type Status string
 
@@ -29,8 +32,8 @@ type Record struct {
 	Attempts    int       // incremented by every successful acquire
 	Fingerprint string    // hash of the payload
 	Result      []byte    // result replayed to duplicates
-	// ResultOmitted reports that the effect's result was larger than the cap
-	// and was not kept; the receipt was.
+	// ResultOmitted reports that the effect's result was not kept (larger
+	// than the cap, or refused by the store); the receipt was.
 	ResultOmitted bool
 	UpdatedAt     time.Time
 	LastError     string
@@ -74,27 +77,62 @@ type Transaction struct {
 	Writes []any
 }
 
+// Capabilities is what a Store declares about itself. The Guard checks its
+// options against them in New, and idemtest.TestStore decides from them
+// which parts of the conformance suite apply.
+type Capabilities struct {
+	// Transactions: the Store is a TxStore, so DoTx can commit an effect's
+	// writes with its receipt.
+	Transactions bool
+	// MaxResultSize is the largest result, in bytes, a record can keep
+	// (DynamoDB: its 400 KB item limit less the record's own attributes).
+	// A Guard refuses WithMaxResultSize above it and lowers its default to
+	// it.
+	MaxResultSize int
+	// MaxKeySize is the longest storage key (namespace#key, see
+	// Guard.StorageKey), in bytes, a record can have (DynamoDB: a sort key
+	// is at most 1024 bytes). A Guard rejects a longer one with ErrInvalid
+	// before any request; only plain keys (WithPlainKeys) come near it.
+	MaxKeySize int
+}
+
 // Store persists records. Every method is a single atomic operation; all the
 // decisions about what a record means are the Guard's.
 //
-// Implementations must be safe for concurrent use. Use idemtest.TestStore to
-// check one.
+// A Store must be safe for concurrent use, and its methods idempotent when
+// retried with the same arguments: a request whose response was lost may be
+// sent again (by an SDK's retries or the store's own), and the second one
+// must not report the first one's write as someone else's. Use
+// idemtest.TestStore to check an implementation.
+//
+// Errors: ErrLeaseLost for a fenced-out Complete or Release, ErrInProgress
+// for a conflict that says nothing about the record (a concurrent
+// transaction), ErrResultTooLarge for a result refused for its size, and
+// anything else for a failure of the store itself (the Guard wraps it with
+// ErrStore).
 type Store interface {
 	// Acquire takes the record for a.Key if it is absent, expired (ExpiresAt
 	// before a.Now), FAILED, or IN_PROGRESS with a lease that ran out before
 	// a.Now. Taking it writes status IN_PROGRESS, the new lease, fingerprint
 	// and times, increments Attempts, and returns the record written with
 	// acquired = true. Otherwise it writes nothing and returns the record
-	// that stands in the way with acquired = false.
+	// that stands in the way, as stored, with acquired = false: when that
+	// record carries a.Lease, it is this very acquisition's earlier write
+	// (a retried request) and the Guard counts it as acquired.
 	Acquire(ctx context.Context, a Acquisition) (rec Record, acquired bool, err error)
 
 	// Complete marks the record COMPLETED if it is still held by lease, and
-	// returns ErrLeaseLost otherwise. It keeps Attempts.
+	// returns ErrLeaseLost otherwise. It keeps Attempts and the lease.
+	// Writing the same completion twice succeeds twice.
 	Complete(ctx context.Context, key, lease string, c Completion) error
 
 	// Release marks the record FAILED with reason as LastError if it is still
-	// held by lease, and returns ErrLeaseLost otherwise. It keeps Attempts.
+	// held by lease, and returns ErrLeaseLost otherwise. It keeps Attempts
+	// and the lease.
 	Release(ctx context.Context, key, lease, reason string, now time.Time) error
+
+	// Capabilities declares what the store can do.
+	Capabilities() Capabilities
 }
 
 // TxStore is a Store that can commit an effect's writes together with a
@@ -107,6 +145,7 @@ type TxStore interface {
 	// returns that record with committed = false; a receipt with lease
 	// t.Token is this commit's own (a retried request) and counts as
 	// committed. A concurrent commit of the same key makes one of them
-	// return ErrInProgress.
+	// return ErrInProgress; an effect's write whose own condition fails
+	// cancels everything with an error wrapping ErrTxAborted.
 	Commit(ctx context.Context, t Transaction) (rec Record, committed bool, err error)
 }

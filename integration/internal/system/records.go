@@ -57,7 +57,7 @@ func (r *Records) parse(line []byte) {
 		return
 	}
 	switch l.Msg {
-	case "record done", "record failed":
+	case "record done", "record failed", "record done without receipt":
 		r.byMsg[l.MessageID] = append(r.byMsg[l.MessageID], l)
 		r.byOut[l.Outcome]++
 	case "batch done":

@@ -19,9 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/exactlyonce/sqsidem/integration/internal/countproxy"
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
+	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/provision"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
@@ -62,8 +63,9 @@ type System struct {
 	SQS      *sqs.Client
 	// Records holds the outcome of every record the consumers logged.
 	Records *Records
-	// Requests counts the Lambdas' DynamoDB requests on the wire.
-	Requests *countproxy.Proxy
+	// Requests counts the Lambdas' DynamoDB requests on the wire, and
+	// injects faults into them when told (Requests.SetDecider).
+	Requests *faultproxy.Proxy
 
 	store      *dynamostore.Store
 	namespace  string
@@ -95,28 +97,17 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if s.Stack, err = provision.Provision(ctx, tpl, sqsc, ddb, provision.NewSuffix()); err != nil {
 		return nil, fmt.Errorf("system: provision: %w", err)
 	}
-	if err := s.find(); err != nil {
+	consumerFn, producerFn, err := s.find()
+	if err != nil {
 		return nil, err
 	}
 	if s.store, err = dynamostore.New(ddb, s.Receipts); err != nil {
 		return nil, err
 	}
-	if s.Requests, err = countproxy.Start(cfg.DynamoURL); err != nil {
+	if s.Requests, err = faultproxy.Start(cfg.DynamoURL); err != nil {
 		return nil, err
 	}
-
-	consumerFn, err := s.Stack.FindFunction("Consumer")
-	if err != nil {
-		return nil, err
-	}
-	producerFn, err := s.Stack.FindFunction("Producer")
-	if err != nil {
-		return nil, err
-	}
-	if s.Mapping, err = s.Stack.MappingFor(consumerFn); err != nil {
-		return nil, err
-	}
-	s.namespace = consumerFn.Env["IDEM_NAMESPACE"]
+	s.namespace = consumerFn.Env[contract.EnvNamespace]
 
 	logs := cfg.Log
 	if logs == nil {
@@ -152,41 +143,47 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	return s, nil
 }
 
-func (s *System) find() error {
-	var err error
-	if s.Queue, err = s.Stack.FindQueue("Queue"); err != nil {
-		return err
+// find locates the resources by what they are to each other, not by their
+// logical ids: the consumer is the function with the event source mapping,
+// the queue is the mapping's and the DLQ the queue's redrive target, the
+// tables are the ones the consumer's environment names, the producer is the
+// function that sends to the queue.
+func (s *System) find() (consumer, producer *provision.Function, err error) {
+	if len(s.Stack.Mappings) != 1 || s.Stack.Mappings[0].Function == nil || s.Stack.Mappings[0].Queue == nil {
+		return nil, nil, fmt.Errorf("system: want one event source mapping from a queue to a function in the template, found %d", len(s.Stack.Mappings))
 	}
-	if s.DLQ, err = s.Stack.FindQueue("DeadLetterQueue"); err != nil {
-		return err
+	s.Mapping = s.Stack.Mappings[0]
+	consumer, s.Queue = s.Mapping.Function, s.Mapping.Queue
+	if s.DLQ = s.Stack.Queues[s.Queue.DLQ]; s.DLQ == nil {
+		return nil, nil, fmt.Errorf("system: queue %s has no dead-letter queue in the template", s.Queue.LogicalID)
 	}
-	receipts, err := s.Stack.FindTable("IdempotencyTable")
-	if err != nil {
-		return err
+	if producer, err = s.Stack.FindFunctionByEnv(contract.EnvQueueURL); err != nil {
+		return nil, nil, err
 	}
-	ledger, err := s.Stack.FindTable("LedgerTable")
-	if err != nil {
-		return err
+	s.Receipts, s.Ledger = consumer.Env[contract.EnvIdemTable], consumer.Env[contract.EnvLedgerTable]
+	if s.Receipts == "" || s.Ledger == "" {
+		return nil, nil, fmt.Errorf("system: the consumer's environment names no receipt or ledger table: %v", consumer.Env)
 	}
-	s.Receipts, s.Ledger = receipts.Name, ledger.Name
-	return nil
+	return consumer, producer, nil
 }
 
-// lambdaEnv points the Lambdas' SDK at the emulators (through the request
-// counter) with dummy credentials, unless AWS_ENDPOINT_URL (LocalStack)
-// is set, which the processes inherit.
+// lambdaEnv points the Lambdas' SDK at the local endpoints — DynamoDB
+// through the request counter — with dummy credentials and the stack's
+// region, whatever the machine's own AWS configuration says: the suite
+// never talks to a real account, with or without AWS_ENDPOINT_URL.
 func (s *System) lambdaEnv(sqsURL string) map[string]string {
-	env := map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": s.Requests.URL(),
-		"AWS_ENDPOINT_URL_SQS":      sqsURL,
+	return map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB":   s.Requests.URL(),
+		"AWS_ENDPOINT_URL_SQS":        sqsURL,
+		"AWS_ACCESS_KEY_ID":           "test",
+		"AWS_SECRET_ACCESS_KEY":       "test",
+		"AWS_SESSION_TOKEN":           "",
+		"AWS_REGION":                  s.Stack.Region,
+		"AWS_DEFAULT_REGION":          s.Stack.Region,
+		"AWS_PROFILE":                 "",
+		"AWS_CONFIG_FILE":             os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	}
-	if os.Getenv("AWS_ENDPOINT_URL") == "" {
-		env["AWS_ACCESS_KEY_ID"] = "test"
-		env["AWS_SECRET_ACCESS_KEY"] = "test"
-		env["AWS_SESSION_TOKEN"] = ""
-		env["AWS_REGION"] = s.Stack.Region
-	}
-	return env
 }
 
 func (s *System) startPoller(loops int) {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
@@ -19,26 +18,22 @@ func millis(t time.Time) int64  { return t.UnixMilli() }
 
 // key is the primary key of the record stored under k.
 func (s *Store) key(k string) map[string]types.AttributeValue {
+	if s.sortKey != "" {
+		return map[string]types.AttributeValue{
+			s.names.PartitionKey: &types.AttributeValueMemberS{Value: s.partitionValue},
+			s.sortKey:            &types.AttributeValueMemberS{Value: k},
+		}
+	}
 	return map[string]types.AttributeValue{s.names.PartitionKey: &types.AttributeValueMemberS{Value: k}}
 }
 
-// name is a shorthand for expression.Name of a schema attribute.
-func name(n string) expression.NameBuilder { return expression.Name(n) }
-
-// takeable is the condition of Acquire and Commit: the record is absent,
-// expired, FAILED, or IN_PROGRESS with a lease that ran out. It mirrors
-// idemtest's in-memory store and isTakeable below.
-func (s *Store) takeable(now time.Time) expression.ConditionBuilder {
-	n := s.names
-	return expression.Or(
-		name(n.PartitionKey).AttributeNotExists(),
-		name(n.TTL).LessThan(expression.Value(seconds(now))),
-		name(n.Status).Equal(expression.Value(string(idem.StatusFailed))),
-		expression.And(
-			name(n.Status).Equal(expression.Value(string(idem.StatusInProgress))),
-			name(n.LeaseUntil).LessThan(expression.Value(millis(now))),
-		),
-	)
+// storageKeyAttr is the attribute holding the storage key: the sort key of
+// a composite key, else the partition key.
+func (s *Store) storageKeyAttr() string {
+	if s.sortKey != "" {
+		return s.sortKey
+	}
+	return s.names.PartitionKey
 }
 
 // isTakeable evaluates the takeable condition on a record we read, with the
@@ -48,27 +43,6 @@ func isTakeable(rec idem.Record, now time.Time) bool {
 	return (!rec.ExpiresAt.IsZero() && seconds(rec.ExpiresAt) < seconds(now)) ||
 		rec.Status == idem.StatusFailed ||
 		(rec.Status == idem.StatusInProgress && !rec.LeaseUntil.IsZero() && millis(rec.LeaseUntil) < millis(now))
-}
-
-// setOrRemove sets n to v, or removes n when v is the zero value, so that
-// items carry no empty attributes.
-func setOrRemove[T comparable](u expression.UpdateBuilder, n string, v T) expression.UpdateBuilder {
-	var zero T
-	if v == zero {
-		return u.Remove(name(n))
-	}
-	return u.Set(name(n), expression.Value(v))
-}
-
-// setResult writes the stored result, or the omitted marker, and removes the
-// other one.
-func (s *Store) setResult(u expression.UpdateBuilder, result []byte, omitted bool) expression.UpdateBuilder {
-	if len(result) > 0 {
-		u = u.Set(name(s.names.Result), expression.Value(result))
-	} else {
-		u = u.Remove(name(s.names.Result))
-	}
-	return setOrRemove(u, s.names.NoResult, omitted)
 }
 
 // decode turns an item into a Record. Missing attributes decode as zero
@@ -84,7 +58,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		name string
 		dst  any
 	}{
-		{n.PartitionKey, &rec.Key},
+		{s.storageKeyAttr(), &rec.Key},
 		{n.Status, &status},
 		{n.Lease, &rec.Lease},
 		{n.LeaseUntil, &leaseUntil},

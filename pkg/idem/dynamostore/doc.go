@@ -1,12 +1,11 @@
-// Package dynamostore is the DynamoDB implementation of idem.Store and
-// idem.TxStore. It is the only package of the module that imports the
-// DynamoDB SDK.
+// Package dynamostore is the DynamoDB implementation of [idem.Store] and
+// [idem.TxStore].
 //
 // # The record
 //
 // One item per key in a table whose partition key is the string attribute
-// "pk" and whose TTL attribute is "expiresAt" (see DefaultSchema; the stack
-// in infra/ creates the table from it):
+// "pk" and whose TTL attribute is "expiresAt" (see [DefaultSchema]; the
+// stack in infra/ creates the table from it):
 //
 //	pk             S     namespace#sha256(key)
 //	status         S     IN_PROGRESS, COMPLETED or FAILED
@@ -17,9 +16,14 @@
 //	attempts       N     incremented by every acquire
 //	fingerprint    S     hash of the payload
 //	result         B     the result replayed to duplicates
-//	resultOmitted  BOOL  the result was too large to keep
+//	resultOmitted  BOOL  the result was not kept
 //	updatedAt      N     Unix milliseconds
-//	lastError      S     why the last attempt failed
+//	lastError      S     what the last failed attempt left (its error's class by default)
+//
+// [WithSchema] renames the attributes. [WithCompositeKey] puts the records in
+// a table with a partition and a sort key, such as an existing single-table
+// design: every record under one fixed partition value, the storage key as
+// the sort key.
 //
 // # Requests and guarantees
 //
@@ -30,40 +34,55 @@
 // consistent GetItem is made only if DynamoDB did not return it.
 //
 // Complete and Release are conditional on the attempt's own lease (fencing):
-// an attempt whose lease was taken over gets idem.ErrLeaseLost and cannot
-// overwrite the new owner's record. Complete retries throttling, 5xx and
-// network errors with capped, jittered exponential backoff until ctx's
-// deadline; Release relies on the SDK's retries only, since a lost release
-// just delays the next attempt until the lease ends.
+// an attempt whose lease was taken over gets [idem.ErrLeaseLost] and cannot
+// overwrite the new owner's record.
 //
-// So lease mode (idem.Guard.Do) costs two requests per new message and one
+// So lease mode ([idem.Guard.Do]) costs two requests per new message and one
 // per duplicate; a Guard with a cache answers repeated duplicates from
 // memory.
 //
-// # The one window
+// # Retries
 //
-// In lease mode, if the process dies (or cannot reach DynamoDB until its
-// deadline) after the effect happened and before Complete is written, the
-// record stays IN_PROGRESS until its lease ends, and the next delivery runs
-// the effect again. Nothing in a store can close this window for an effect
-// outside DynamoDB; pass the key downstream (idem.LeaseFromContext) so the
-// remote system can dedup too.
+// The Store retries throttling, DynamoDB's 5xx and network errors itself,
+// with capped exponential backoff and full jitter (25 ms doubling to 400
+// ms), and turns the SDK client's retries off for its requests: the SDK's
+// standard retryer draws on a retry quota shared by the whole client, which
+// a burst of throttling empties, after which it does not retry at all.
+// Complete is retried until its context ends — the Guard ends it with the
+// lease, never later, since after the lease another attempt may hold the
+// record. Acquire, Commit and reads make up to 8 attempts, Release 4. Every
+// retry is the same request: a write that landed but whose response was
+// lost is recognised by its lease token (acquire, complete, release) or its
+// commit token (transactions) as the caller's own.
 //
-// Transactional mode (idem.Guard.DoTx) has no window: Commit writes the
+// # Limits
+//
+// [Store.Capabilities] declares the largest result an item can hold: 400 KB
+// less the record's attribute names, its longest storage key and its other
+// values (about 395 KB with the default schema). A result DynamoDB refuses
+// anyway for its size is [idem.ErrResultTooLarge], and the Guard keeps the
+// receipt without it.
+//
+// # Transactional mode
+//
+// Transactional mode ([idem.Guard.DoTx]) has no window: Commit writes the
 // COMPLETED receipt and the effect's own writes (types.TransactWriteItem) in
 // one TransactWriteItems, conditioned like Acquire. One request per new
 // message and one per duplicate (two when a FAILED or expired record must be
 // replaced: the second commit is pinned to the attempts count it read, so
 // that the count stays exact). Two copies racing make DynamoDB cancel one
-// with a TransactionConflict, reported as idem.ErrInProgress. Up to
-// MaxTxWrites writes per effect, none of them on the receipt's own item;
-// bad writes fail with idem.ErrInvalid before any request, and a write whose
-// own condition fails cancels everything with ErrWriteConditionFailed.
+// with a TransactionConflict, reported as [idem.ErrInProgress]. Up to
+// [MaxTxWrites] writes per effect, none of them on the receipt's own item;
+// bad writes fail with [idem.ErrInvalid] before any request, and a write
+// whose own condition fails cancels everything with
+// [ErrWriteConditionFailed] (which wraps [idem.ErrTxAborted]).
 //
 // # Clocks
 //
 // leaseUntil and expiresAt are written with the writer's clock and compared
 // with another machine's; the Guard's safety margin absorbs the skew.
 //
-// A Store is safe for concurrent use.
+// A Store is safe for concurrent use. Its expressions are built once per
+// shape and reused, with the expression package, so a request costs no
+// expression building.
 package dynamostore

@@ -6,7 +6,6 @@ import (
 	"log"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -20,12 +19,11 @@ import (
 // so it has no output to check.
 func Example() {
 	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	// In Lambda: cfg, err := config.LoadDefaultConfig(ctx) and
+	// dynamodb.NewFromConfig(cfg).
+	client := dynamodb.New(dynamodb.Options{Region: "eu-west-1"})
 	// Create the store and the Guard once, outside the Lambda handler.
-	store, err := dynamostore.New(dynamodb.NewFromConfig(cfg), "receipts")
+	store, err := dynamostore.New(client, "receipts")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -43,14 +41,14 @@ func Example() {
 
 	// Transactional mode: the effect is returned as writes and committed
 	// with the receipt in one TransactWriteItems: exactly once, no window.
-	res, err = guard.DoTx(ctx, "order-1234-points", nil, func(ctx context.Context) (idem.Tx, error) {
+	res, err = guard.DoTx(ctx, "order-1234-points", nil, func(ctx context.Context) (idem.TxEffect, error) {
 		add, err := expression.NewBuilder().
 			WithUpdate(expression.Add(expression.Name("points"), expression.Value(100))).
 			Build()
 		if err != nil {
-			return idem.Tx{}, err
+			return idem.TxEffect{}, err
 		}
-		return idem.Tx{Writes: []any{types.TransactWriteItem{Update: &types.Update{
+		return idem.TxEffect{Writes: []any{types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String("points"),
 			Key:                       map[string]types.AttributeValue{"customer": &types.AttributeValueMemberS{Value: "c-42"}},
 			UpdateExpression:          add.Update(),

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -30,14 +28,21 @@ var (
 	_ idem.TxStore = (*Store)(nil)
 )
 
-// Backoff of Complete's retries on transient errors. Full jitter, so that
-// the consumers of one throttled table do not retry in lockstep.
+// DynamoDB's limits that bound what a record can hold.
 const (
-	retryBase = 50 * time.Millisecond
-	retryCap  = 2 * time.Second
-	// completeTimeout bounds Complete's retries when ctx has no deadline
-	// (the Guard always gives one: the Lambda's).
-	completeTimeout = 30 * time.Second
+	// maxItemBytes is DynamoDB's item size limit, 400 KB: the lengths of
+	// the attribute names and values together.
+	maxItemBytes = 400 << 10
+	// maxValuesBytes bounds the record's values other than the result and
+	// the key: status, lease, fingerprint, four numbers, a boolean.
+	maxValuesBytes = 512
+	// MaxPartitionValueLen is the longest fixed partition value
+	// WithCompositeKey takes.
+	MaxPartitionValueLen = 1024
+	// DynamoDB's key value limits: a partition key value is under 2048
+	// bytes, a sort key value under 1024.
+	maxPartitionKeyBytes = 2047
+	maxSortKeyBytes      = 1023
 )
 
 // Store is an idem.Store and idem.TxStore on one DynamoDB table. It is safe
@@ -46,9 +51,12 @@ type Store struct {
 	client API
 	table  string
 	names  Names
+	// sortKey and partitionValue are set by WithCompositeKey: records live
+	// under (partitionValue, storage key) in a table with a sort key.
+	sortKey, partitionValue string
 
-	// backoff returns the wait before retry n (0-based); tests shorten it.
-	backoff func(n int) time.Duration
+	exprs   exprCache
+	backoff func(n int) time.Duration // wait before retry n (0-based); tests shorten it
 }
 
 // Option configures a Store.
@@ -58,29 +66,37 @@ type Option func(*Store) error
 // the stack in infra/ creates.
 func WithSchema(n Names) Option {
 	return func(s *Store) error {
-		seen := make(map[string]string)
-		for _, f := range []struct{ field, value string }{
-			{"PartitionKey", n.PartitionKey}, {"TTL", n.TTL}, {"Status", n.Status},
-			{"Lease", n.Lease}, {"LeaseUntil", n.LeaseUntil}, {"Attempts", n.Attempts},
-			{"Fingerprint", n.Fingerprint}, {"Result", n.Result}, {"NoResult", n.NoResult},
-			{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError},
-		} {
-			if f.value == "" {
-				return fmt.Errorf("%w: dynamostore: schema: empty %s", idem.ErrInvalid, f.field)
-			}
-			if other, ok := seen[f.value]; ok {
-				return fmt.Errorf("%w: dynamostore: schema: %s and %s are both %q", idem.ErrInvalid, other, f.field, f.value)
-			}
-			seen[f.value] = f.field
-		}
 		s.names = n
+		return nil
+	}
+}
+
+// WithCompositeKey stores the records in a table whose key is a partition
+// key and a sort key, such as an existing single-table design: every record
+// goes under the partition key attribute partitionKey with the fixed value
+// partitionValue (e.g. "IDEMPOTENCY"), and its storage key is the sort key
+// attribute sortKey (type S). Powertools for AWS Lambda (TypeScript) calls
+// these sortKeyAttr and staticPkValue.
+func WithCompositeKey(partitionKey, sortKey, partitionValue string) Option {
+	return func(s *Store) error {
+		switch {
+		case partitionKey == "" || sortKey == "":
+			return fmt.Errorf("%w: dynamostore: composite key: empty attribute name", idem.ErrInvalid)
+		case partitionValue == "":
+			return fmt.Errorf("%w: dynamostore: composite key: empty partition value", idem.ErrInvalid)
+		case len(partitionValue) > MaxPartitionValueLen:
+			return fmt.Errorf("%w: dynamostore: composite key: partition value is %d bytes, more than %d", idem.ErrInvalid, len(partitionValue), MaxPartitionValueLen)
+		}
+		s.names.PartitionKey, s.sortKey, s.partitionValue = partitionKey, sortKey, partitionValue
 		return nil
 	}
 }
 
 // New returns a Store on table, whose partition key is a string attribute
 // named as in the schema ("pk" by default) and whose TTL attribute is
-// expiresAt. The SDK client's own retries apply to every call.
+// expiresAt. The Store makes its own retries of throttling and transient
+// errors (see the package documentation), so the client's retryer is not
+// used for its requests.
 func New(client API, table string, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: dynamostore: nil client", idem.ErrInvalid)
@@ -94,7 +110,24 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
+	if err := s.names.validate(s.sortKey); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Capabilities implements idem.Store: transactions; storage keys as long as
+// a key attribute takes (a sort key is under 1024 bytes, so a composite key
+// limits plain keys); and results as large as an item can hold next to the
+// record's other attributes under the longest storage key.
+func (s *Store) Capabilities() idem.Capabilities {
+	maxKey := maxPartitionKeyBytes
+	if s.sortKey != "" {
+		maxKey = maxSortKeyBytes
+	}
+	maxKey = min(maxKey, idem.MaxStorageKeyLen)
+	overhead := s.names.namesLen() + len(s.sortKey) + len(s.partitionValue) + maxKey + maxValuesBytes
+	return idem.Capabilities{Transactions: true, MaxResultSize: maxItemBytes - overhead, MaxKeySize: maxKey}
 }
 
 // Acquire implements idem.Store with one conditional UpdateItem. On a
@@ -113,33 +146,47 @@ func (s *Store) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, b
 	return rec, acquired, err
 }
 
-// acquire makes one attempt; again reports that the record in the way could
-// not be read back (deleted, or taken and released in between).
+type acquireShape struct{ fingerprint bool }
+
+// acquire makes one attempt (with retries of transient errors); again
+// reports that the record in the way could not be read back (deleted, or
+// taken and released in between).
 func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Record, acquired, again bool, err error) {
-	n := s.names
-	upd := expression.
-		Set(name(n.Status), expression.Value(string(idem.StatusInProgress))).
-		Set(name(n.Lease), expression.Value(a.Lease)).
-		Set(name(n.LeaseUntil), expression.Value(millis(a.LeaseUntil))).
-		Set(name(n.TTL), expression.Value(seconds(a.ExpiresAt))).
-		Set(name(n.UpdatedAt), expression.Value(millis(a.Now))).
-		Add(name(n.Attempts), expression.Value(1)).
-		Remove(name(n.LastError))
-	upd = setOrRemove(upd, n.Fingerprint, a.Fingerprint)
-	upd = s.setResult(upd, nil, false)
-	expr, err := expression.NewBuilder().WithCondition(s.takeable(a.Now)).WithUpdate(upd).Build()
+	shape := acquireShape{fingerprint: a.Fingerprint != ""}
+	x, err := s.exprs.get(shape, func() expression.Builder { return s.acquireExpr(shape) })
 	if err != nil {
-		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: build expression: %w", a.Key, err)
+		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, err)
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	vals, err := x.values(map[slot]types.AttributeValue{
+		slotInProgress:  str(string(idem.StatusInProgress)),
+		slotFailed:      str(string(idem.StatusFailed)),
+		slotLease:       str(a.Lease),
+		slotLeaseUntil:  num(millis(a.LeaseUntil)),
+		slotExpiresAt:   num(seconds(a.ExpiresAt)),
+		slotUpdatedAt:   num(millis(a.Now)),
+		slotNowSeconds:  num(seconds(a.Now)),
+		slotNowMillis:   num(millis(a.Now)),
+		slotOne:         num(1),
+		slotFingerprint: str(a.Fingerprint),
+	})
+	if err != nil {
+		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, err)
+	}
+	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(a.Key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		UpdateExpression:                    x.update,
+		ConditionExpression:                 x.condition,
+		ExpressionAttributeNames:            x.names,
+		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	var out *dynamodb.UpdateItemOutput
+	err = s.retry(ctx, acquireTries, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.UpdateItem(ctx, in, noSDKRetries)
+		return err
 	})
 	if err == nil {
 		rec, err := s.decode(out.Attributes)
@@ -153,6 +200,8 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 	var conflict *types.TransactionConflictException
 	switch {
 	case errors.As(err, &ccf):
+		// A retried request whose first attempt landed finds its own record
+		// here, lease included: the Guard recognises it.
 		rec, found, err := s.inTheWay(ctx, a.Key, ccf.Item, a.Now)
 		return rec, false, !found && err == nil, err
 	case errors.As(err, &conflict):
@@ -169,44 +218,44 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 // (deleted, expired, released or given up since): the caller should retry.
 func (s *Store) inTheWay(ctx context.Context, key string, item map[string]types.AttributeValue, now time.Time) (rec idem.Record, found bool, err error) {
 	if len(item) == 0 {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      aws.String(s.table),
-			Key:            s.key(key),
-			ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			return idem.Record{}, false, fmt.Errorf("dynamostore: read %q after conflict: %w", key, err)
+		rec, found, err := s.get(ctx, key)
+		if err != nil || !found {
+			return idem.Record{}, false, err
 		}
-		if out.Item == nil {
-			return idem.Record{}, false, nil
-		}
-		item = out.Item
+		return rec, !isTakeable(rec, now), nil
 	}
 	rec, err = s.decode(item)
 	if err != nil {
 		return idem.Record{}, false, err
 	}
-	if isTakeable(rec, now) {
-		return rec, false, nil
-	}
-	return rec, true, nil
+	return rec, !isTakeable(rec, now), nil
 }
+
+type completeShape struct{ result resultShape }
 
 // Complete implements idem.Store. The write is fenced by the lease: only the
 // attempt that holds the record can complete it. Transient errors are
-// retried until ctx's deadline, because a receipt we fail to write is the
-// window in which the effect can run twice. Retrying is safe: a write that
-// landed but whose response was lost still holds our lease and is rewritten
-// with the same values.
+// retried until ctx ends (the Guard ends it with the lease), because a
+// receipt we fail to write is the window in which the effect can run twice.
+// Retrying is safe: a write that landed but whose response was lost still
+// holds our lease and is written again with the same values.
+//
+// A result DynamoDB refuses for its size (the item would pass 400 KB) is
+// idem.ErrResultTooLarge, and nothing is written.
 func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
-	n := s.names
-	upd := expression.
-		Set(name(n.Status), expression.Value(string(idem.StatusCompleted))).
-		Set(name(n.TTL), expression.Value(seconds(c.ExpiresAt))).
-		Set(name(n.UpdatedAt), expression.Value(millis(c.Now))).
-		Remove(name(n.LastError))
-	upd = s.setResult(upd, c.Result, c.ResultOmitted)
-	in, err := s.fenced(key, lease, upd)
+	shape := completeShape{result: resultShapeOf(c.Result, c.ResultOmitted)}
+	x, err := s.exprs.get(shape, func() expression.Builder { return s.completeExpr(shape) })
+	if err != nil {
+		return fmt.Errorf("dynamostore: complete %q: %w", key, err)
+	}
+	vals := map[slot]types.AttributeValue{
+		slotStatus:    str(string(idem.StatusCompleted)),
+		slotLease:     str(lease),
+		slotExpiresAt: num(seconds(c.ExpiresAt)),
+		slotUpdatedAt: num(millis(c.Now)),
+	}
+	addResult(vals, c.Result, c.ResultOmitted)
+	in, err := s.fenced(key, x, vals)
 	if err != nil {
 		return fmt.Errorf("dynamostore: complete %q: %w", key, err)
 	}
@@ -215,41 +264,46 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 		ctx, cancel = context.WithTimeout(ctx, completeTimeout)
 		defer cancel()
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.client.UpdateItem(ctx, in)
-		if err == nil {
-			return nil
-		}
-		if lost := leaseLost(err); lost != nil {
-			return fmt.Errorf("dynamostore: complete %q: %w", key, lost)
-		}
-		if !transient(err) {
-			return fmt.Errorf("dynamostore: complete %q: %w", key, err)
-		}
-		t := time.NewTimer(s.backoff(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("dynamostore: complete %q: gave up after %d attempts: %w", key, attempt+1, errors.Join(err, ctx.Err()))
-		case <-t.C:
-		}
+	err = s.retry(ctx, untilDeadline, func(ctx context.Context) error {
+		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case leaseLost(err) != nil:
+		return fmt.Errorf("dynamostore: complete %q: %w", key, leaseLost(err))
+	case len(c.Result) > 0 && tooLarge(err):
+		return fmt.Errorf("dynamostore: complete %q: %w (%w)", key, idem.ErrResultTooLarge, err)
 	}
+	return fmt.Errorf("dynamostore: complete %q: %w", key, err)
 }
 
-// Release implements idem.Store, fenced like Complete. It is not retried
-// beyond the SDK's own retries: a lost release only delays the next attempt
-// until the lease ends.
+type releaseShape struct{ reason bool }
+
+// Release implements idem.Store, fenced like Complete, with a few retries
+// of transient errors: a lost release only delays the next attempt until
+// the lease ends.
 func (s *Store) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
-	n := s.names
-	upd := expression.
-		Set(name(n.Status), expression.Value(string(idem.StatusFailed))).
-		Set(name(n.UpdatedAt), expression.Value(millis(now)))
-	upd = setOrRemove(upd, n.LastError, reason)
-	in, err := s.fenced(key, lease, upd)
+	shape := releaseShape{reason: reason != ""}
+	x, err := s.exprs.get(shape, func() expression.Builder { return s.releaseExpr(shape) })
 	if err != nil {
 		return fmt.Errorf("dynamostore: release %q: %w", key, err)
 	}
-	if _, err := s.client.UpdateItem(ctx, in); err != nil {
+	in, err := s.fenced(key, x, map[slot]types.AttributeValue{
+		slotStatus:    str(string(idem.StatusFailed)),
+		slotLease:     str(lease),
+		slotUpdatedAt: num(millis(now)),
+		slotLastError: str(reason),
+	})
+	if err != nil {
+		return fmt.Errorf("dynamostore: release %q: %w", key, err)
+	}
+	err = s.retry(ctx, releaseTries, func(ctx context.Context) error {
+		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
+		return err
+	})
+	if err != nil {
 		if lost := leaseLost(err); lost != nil {
 			return fmt.Errorf("dynamostore: release %q: %w", key, lost)
 		}
@@ -258,24 +312,21 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 	return nil
 }
 
-// fenced builds an UpdateItem of key that only succeeds while lease holds it.
-// The lease stays on the item after Complete and Release, for operators.
-func (s *Store) fenced(key, lease string, upd expression.UpdateBuilder) (*dynamodb.UpdateItemInput, error) {
-	cond := expression.And(
-		name(s.names.PartitionKey).AttributeExists(),
-		name(s.names.Lease).Equal(expression.Value(lease)),
-	)
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+// fenced is an UpdateItem of key with x, which only succeeds while the
+// lease in vals holds the record. The lease stays on the item after
+// Complete and Release, for operators and for retried requests.
+func (s *Store) fenced(key string, x *expr, vals map[slot]types.AttributeValue) (*dynamodb.UpdateItemInput, error) {
+	values, err := x.values(vals)
 	if err != nil {
-		return nil, fmt.Errorf("build expression: %w", err)
+		return nil, err
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       s.key(key),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		UpdateExpression:          x.update,
+		ConditionExpression:       x.condition,
+		ExpressionAttributeNames:  x.names,
+		ExpressionAttributeValues: values,
 	}, nil
 }
 
@@ -289,51 +340,27 @@ func leaseLost(err error) error {
 	return nil
 }
 
-// transient reports whether err is worth retrying after the SDK gave up:
-// throttling, DynamoDB's 5xx, a transaction on the same item, and whatever
-// the SDK's standard retryer classifies as retryable (connection errors,
-// timeouts of one HTTP attempt, 5xx status codes, throttling codes). A done
-// context is never transient: that is the caller's deadline.
-func transient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var (
-		throughput *types.ProvisionedThroughputExceededException
-		limit      *types.RequestLimitExceeded
-		internal   *types.InternalServerError
-		throttling *types.ThrottlingException
-		conflict   *types.TransactionConflictException
-	)
-	switch {
-	case errors.As(err, &throughput), errors.As(err, &limit), errors.As(err, &internal),
-		errors.As(err, &throttling), errors.As(err, &conflict):
-		return true
-	}
-	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary ||
-		retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary
-}
-
-// jitter is capped exponential backoff with full jitter.
-func jitter(n int) time.Duration {
-	d := retryCap
-	if n < 16 {
-		d = min(retryCap, retryBase<<n)
-	}
-	return rand.N(d) + time.Millisecond
-}
-
 // Get returns the record stored under key (a storage key, see
 // idem.Guard.StorageKey) with a consistent read, expired or not. It is for
 // operators and tests; the Guard never reads.
 func (s *Store) Get(ctx context.Context, key string) (idem.Record, bool, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            s.key(key),
-		ConsistentRead: aws.Bool(true),
-	})
+	rec, found, err := s.get(ctx, key)
 	if err != nil {
 		return idem.Record{}, false, fmt.Errorf("dynamostore: get %q: %w", key, err)
+	}
+	return rec, found, nil
+}
+
+func (s *Store) get(ctx context.Context, key string) (idem.Record, bool, error) {
+	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.key(key), ConsistentRead: aws.Bool(true)}
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, acquireTries, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.GetItem(ctx, in, noSDKRetries)
+		return err
+	})
+	if err != nil {
+		return idem.Record{}, false, fmt.Errorf("read %q: %w", key, err)
 	}
 	if len(out.Item) == 0 {
 		return idem.Record{}, false, nil

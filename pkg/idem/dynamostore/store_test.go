@@ -384,19 +384,21 @@ func TestCompleteRetriesTransientErrors(t *testing.T) {
 	})
 }
 
-func TestReleaseIsFencedAndNotRetried(t *testing.T) {
+func TestReleaseIsFencedAndRetriedBriefly(t *testing.T) {
+	throttled := func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+	}
 	f := &fakeAPI{update: []func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error){
-		func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-			return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
-		},
+		throttled,
 		func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, ccf(nil) },
 	}}
 	s := newTestStore(t, f)
-	if err := s.Release(context.Background(), "ns#abc", "tok", "boom", t0); err == nil || len(f.updates) != 1 {
-		t.Fatalf("Release: %v after %d calls; want the error at once", err, len(f.updates))
+	if err := s.Release(context.Background(), "ns#abc", "tok", "boom", t0); !errors.Is(err, idem.ErrLeaseLost) || len(f.updates) != 2 {
+		t.Fatalf("Release: %v after %d calls; want ErrLeaseLost on the retry", err, len(f.updates))
 	}
-	if err := s.Release(context.Background(), "ns#abc", "tok", "boom", t0); !errors.Is(err, idem.ErrLeaseLost) {
-		t.Fatalf("Release: %v, want ErrLeaseLost", err)
+	f = &fakeAPI{update: []func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error){throttled}}
+	if err := newTestStore(t, f).Release(context.Background(), "ns#abc", "tok", "boom", t0); err == nil || len(f.updates) != releaseTries {
+		t.Fatalf("Release: %v after %d calls; want to give up after %d", err, len(f.updates), releaseTries)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 
 // ErrWriteConditionFailed: the condition of one of the effect's own writes
 // failed, so the transaction, receipt included, was cancelled. The error
-// names the index of the write in idem.Tx.Writes.
+// names the index of the write in idem.TxEffect.Writes, and wraps
+// idem.ErrTxAborted (the Guard's outcome is Failed).
 var ErrWriteConditionFailed = errors.New("dynamostore: transactional write condition failed")
 
 // DynamoDB limits of TransactWriteItems.
@@ -44,7 +45,9 @@ const (
 // ClientRequestToken is deliberately not set: DynamoDB dedups a token for
 // only 10 minutes and answers a repeated token with success without saying
 // whether the receipt was ours, which would turn a duplicate into a silent
-// second "Executed". The receipt's condition is our idempotency.
+// second "Executed". The receipt's condition, and its token, are our
+// idempotency: a retried commit whose first request landed finds its own
+// receipt.
 func (s *Store) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bool, error) {
 	writes, err := s.validate(t)
 	if err != nil {
@@ -65,8 +68,9 @@ func (s *Store) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bo
 	return idem.Record{}, false, fmt.Errorf("dynamostore: commit %q: record changing concurrently: %w", t.Key, idem.ErrInProgress)
 }
 
-// commit makes one attempt. again reports that a replaceable record (rec, or
-// none when rec is zero) stood in the way instead of the one we expected.
+// commit makes one attempt (with retries of transient errors). again
+// reports that a replaceable record (rec, or none when rec is zero) stood
+// in the way instead of the one we expected.
 func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.TransactWriteItem, old *idem.Record) (rec idem.Record, committed, again bool, err error) {
 	receipt, attempts, err := s.receipt(t, old)
 	if err != nil {
@@ -75,11 +79,16 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, types.TransactWriteItem{Update: receipt})
 	items = append(items, writes...)
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	err = s.retry(ctx, acquireTries, func(ctx context.Context) error {
+		_, err := s.client.TransactWriteItems(ctx, in, noSDKRetries)
+		return err
+	})
 	if err == nil {
 		return idem.Record{
 			Key:           t.Key,
 			Status:        idem.StatusCompleted,
+			Lease:         t.Token,
 			ExpiresAt:     t.ExpiresAt,
 			Attempts:      attempts,
 			Fingerprint:   t.Fingerprint,
@@ -87,6 +96,9 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 			ResultOmitted: t.ResultOmitted,
 			UpdatedAt:     t.Now,
 		}, true, false, nil
+	}
+	if len(t.Result) > 0 && tooLarge(err) {
+		return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w (%w)", t.Key, idem.ErrResultTooLarge, err)
 	}
 
 	var canceled *types.TransactionCanceledException
@@ -96,15 +108,22 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 	reasons := canceled.CancellationReasons
 	// The receipt first: when it is in the way, the effect's conditions may
 	// well have failed because the original delivery already applied them.
-	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
-		rec, found, err := s.inTheWay(ctx, t.Key, reasons[0].Item, t.Now)
-		if err != nil {
-			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)
+	if len(reasons) > 0 {
+		switch aws.ToString(reasons[0].Code) {
+		case "ConditionalCheckFailed":
+			rec, found, err := s.inTheWay(ctx, t.Key, reasons[0].Item, t.Now)
+			if err != nil {
+				return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)
+			}
+			// Our own receipt: a request that had committed but whose
+			// response was lost, sent again.
+			mine := found && t.Token != "" && rec.Status == idem.StatusCompleted && rec.Lease == t.Token
+			return rec, mine, !found, nil
+		case "ValidationError":
+			if len(t.Result) > 0 && tooLargeReason(reasons[0]) {
+				return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w (%w)", t.Key, idem.ErrResultTooLarge, err)
+			}
 		}
-		// Our own receipt: the SDK retried a request that had committed but
-		// whose response was lost.
-		mine := found && t.Token != "" && rec.Status == idem.StatusCompleted && rec.Lease == t.Token
-		return rec, mine, !found, nil
 	}
 	for _, r := range reasons {
 		if aws.ToString(r.Code) == "TransactionConflict" {
@@ -115,10 +134,24 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 	}
 	for i, r := range reasons[min(1, len(reasons)):] {
 		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: write %d: %w (%w)", t.Key, i, ErrWriteConditionFailed, err)
+			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: write %d: %w: %w (%w)", t.Key, i, ErrWriteConditionFailed, idem.ErrTxAborted, err)
 		}
 	}
 	return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)
+}
+
+type oldShape int
+
+const (
+	oldNone       oldShape = iota // no record expected
+	oldAttempts                   // a replaceable record with a known attempts count
+	oldNoAttempts                 // a replaceable record without one
+)
+
+type receiptShape struct {
+	oldRecord          oldShape
+	result             resultShape
+	fingerprint, token bool
 }
 
 // receipt is the Update action writing the COMPLETED receipt, and the
@@ -126,172 +159,74 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 // otherwise it requires the replaceable record with old's attempts count, so
 // that the count it writes is exact.
 func (s *Store) receipt(t idem.Transaction, old *idem.Record) (*types.Update, int, error) {
-	n := s.names
+	shape := receiptShape{result: resultShapeOf(t.Result, t.ResultOmitted), fingerprint: t.Fingerprint != "", token: t.Token != ""}
 	attempts := 1
-	cond := name(n.PartitionKey).AttributeNotExists()
+	vals := map[slot]types.AttributeValue{
+		slotStatus:      str(string(idem.StatusCompleted)),
+		slotExpiresAt:   num(seconds(t.ExpiresAt)),
+		slotUpdatedAt:   num(millis(t.Now)),
+		slotLease:       str(t.Token),
+		slotFingerprint: str(t.Fingerprint),
+	}
 	if old != nil {
 		attempts = old.Attempts + 1
-		seen := name(n.Attempts).AttributeNotExists()
+		shape.oldRecord = oldNoAttempts
 		if old.Attempts != 0 {
-			seen = name(n.Attempts).Equal(expression.Value(old.Attempts))
+			shape.oldRecord = oldAttempts
+			vals[slotOldAttempts] = num(int64(old.Attempts))
 		}
-		cond = expression.And(s.takeable(t.Now), seen)
+		vals[slotNowSeconds] = num(seconds(t.Now))
+		vals[slotNowMillis] = num(millis(t.Now))
+		vals[slotFailed] = str(string(idem.StatusFailed))
+		vals[slotInProgress] = str(string(idem.StatusInProgress))
 	}
-	upd := expression.
-		Set(name(n.Status), expression.Value(string(idem.StatusCompleted))).
-		Set(name(n.TTL), expression.Value(seconds(t.ExpiresAt))).
-		Set(name(n.UpdatedAt), expression.Value(millis(t.Now))).
-		Set(name(n.Attempts), expression.Value(attempts)).
-		Remove(name(n.LeaseUntil)).
-		Remove(name(n.LastError))
-	// The token as the lease: a lease-mode attempt left over on the key gets
-	// ErrLeaseLost, and a retry of this very commit finds its own receipt.
-	upd = setOrRemove(upd, n.Lease, t.Token)
-	upd = setOrRemove(upd, n.Fingerprint, t.Fingerprint)
-	upd = s.setResult(upd, t.Result, t.ResultOmitted)
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	vals[slotAttempts] = num(int64(attempts))
+	addResult(vals, t.Result, t.ResultOmitted)
+	x, err := s.exprs.get(shape, func() expression.Builder { return s.receiptExpr(shape) })
 	if err != nil {
-		return nil, 0, fmt.Errorf("build expression: %w", err)
+		return nil, 0, err
+	}
+	values, err := x.values(vals)
+	if err != nil {
+		return nil, 0, err
 	}
 	return &types.Update{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(t.Key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		UpdateExpression:                    x.update,
+		ConditionExpression:                 x.condition,
+		ExpressionAttributeNames:            x.names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, attempts, nil
 }
 
-// validate checks t.Writes against what DynamoDB would reject, so that a bad
-// effect fails with idem.ErrInvalid before any request.
-func (s *Store) validate(t idem.Transaction) ([]types.TransactWriteItem, error) {
-	if len(t.Writes) > MaxTxWrites {
-		return nil, fmt.Errorf("%w: dynamostore: %d transactional writes, at most %d", idem.ErrInvalid, len(t.Writes), MaxTxWrites)
+func (s *Store) receiptExpr(shape receiptShape) expression.Builder {
+	n := s.names
+	cond := name(n.PartitionKey).AttributeNotExists()
+	switch shape.oldRecord {
+	case oldAttempts:
+		cond = expression.And(s.takeable(), name(n.Attempts).Equal(slotOldAttempts.marker()))
+	case oldNoAttempts:
+		cond = expression.And(s.takeable(), name(n.Attempts).AttributeNotExists())
 	}
-	writes := make([]types.TransactWriteItem, 0, len(t.Writes))
-	size := len(t.Key) + len(t.Fingerprint) + len(t.Result) + 512 // the receipt, generously
-	for i, w := range t.Writes {
-		var item types.TransactWriteItem
-		switch w := w.(type) {
-		case types.TransactWriteItem:
-			item = w
-		case *types.TransactWriteItem:
-			if w == nil {
-				return nil, fmt.Errorf("%w: dynamostore: write %d is a nil *types.TransactWriteItem", idem.ErrInvalid, i)
-			}
-			item = *w
-		default:
-			return nil, fmt.Errorf("%w: dynamostore: write %d is a %T, want types.TransactWriteItem", idem.ErrInvalid, i, w)
-		}
-		table, key, n, err := action(item)
-		if err != nil {
-			return nil, fmt.Errorf("%w: dynamostore: write %d: %v", idem.ErrInvalid, i, err)
-		}
-		if table == s.table {
-			if pk, ok := key[s.names.PartitionKey].(*types.AttributeValueMemberS); ok && pk.Value == t.Key {
-				return nil, fmt.Errorf("%w: dynamostore: write %d targets the receipt's own item (DynamoDB allows one action per item in a transaction)", idem.ErrInvalid, i)
-			}
-		}
-		size += n
-		writes = append(writes, item)
-	}
-	if size > maxTxBytes {
-		return nil, fmt.Errorf("%w: dynamostore: transaction is about %d bytes, more than DynamoDB's %d", idem.ErrInvalid, size, maxTxBytes)
-	}
-	return writes, nil
+	upd := expression.
+		Set(name(n.Status), slotStatus.marker()).
+		Set(name(n.TTL), slotExpiresAt.marker()).
+		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
+		Set(name(n.Attempts), slotAttempts.marker()).
+		Remove(name(n.LeaseUntil)).
+		Remove(name(n.LastError))
+	// The token as the lease: a lease-mode attempt left over on the key gets
+	// ErrLeaseLost, and a retry of this very commit finds its own receipt.
+	upd = setOrRemove(upd, n.Lease, slotLease, shape.token)
+	upd = setOrRemove(upd, n.Fingerprint, slotFingerprint, shape.fingerprint)
+	upd = s.setResult(upd, shape.result)
+	return expression.NewBuilder().WithCondition(cond).WithUpdate(upd)
 }
 
-// action returns the table and key (for a Put: the whole item) of the one
-// action set on w, and an estimate of its size on the wire.
-func action(w types.TransactWriteItem) (table string, key map[string]types.AttributeValue, size int, err error) {
-	var (
-		set    int
-		expr   []*string
-		names  map[string]string
-		values map[string]types.AttributeValue
-	)
-	if a := w.ConditionCheck; a != nil {
-		set++
-		table, key, names, values = aws.ToString(a.TableName), a.Key, a.ExpressionAttributeNames, a.ExpressionAttributeValues
-		expr = []*string{a.ConditionExpression}
-	}
-	if a := w.Delete; a != nil {
-		set++
-		table, key, names, values = aws.ToString(a.TableName), a.Key, a.ExpressionAttributeNames, a.ExpressionAttributeValues
-		expr = []*string{a.ConditionExpression}
-	}
-	if a := w.Put; a != nil {
-		set++
-		table, key, names, values = aws.ToString(a.TableName), a.Item, a.ExpressionAttributeNames, a.ExpressionAttributeValues
-		expr = []*string{a.ConditionExpression}
-	}
-	if a := w.Update; a != nil {
-		set++
-		table, key, names, values = aws.ToString(a.TableName), a.Key, a.ExpressionAttributeNames, a.ExpressionAttributeValues
-		expr = []*string{a.ConditionExpression, a.UpdateExpression}
-	}
-	if set != 1 {
-		return "", nil, 0, fmt.Errorf("%d actions set, want exactly one of ConditionCheck, Delete, Put, Update", set)
-	}
-	if table == "" {
-		return "", nil, 0, errors.New("no TableName")
-	}
-	size = len(table) + mapSize(key) + mapSize(values)
-	for _, e := range expr {
-		size += len(aws.ToString(e))
-	}
-	for k, v := range names {
-		size += len(k) + len(v)
-	}
-	return table, key, size, nil
-}
-
-func mapSize(m map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range m {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-// valueSize follows DynamoDB's item size rules closely enough for a limit
-// check: strings and binaries by length, numbers by digits, a small overhead
-// per nested element.
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		return totalLen(v.Value)
-	case *types.AttributeValueMemberNS:
-		return totalLen(v.Value)
-	case *types.AttributeValueMemberBS:
-		return totalLen(v.Value)
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		return 3 + mapSize(v.Value) + len(v.Value)
-	}
-	return 0
-}
-
-// totalLen is the summed length of the members of a set.
-func totalLen[T ~string | ~[]byte](members []T) int {
-	n := 0
-	for _, m := range members {
-		n += len(m)
-	}
-	return n
+// tooLargeReason reports whether a cancellation reason is the receipt's
+// item refused for its size.
+func tooLargeReason(r types.CancellationReason) bool {
+	return tooLargeMessage(aws.ToString(r.Message))
 }

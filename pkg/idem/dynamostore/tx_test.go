@@ -117,6 +117,10 @@ func reason(code string, item map[string]types.AttributeValue) types.Cancellatio
 	return types.CancellationReason{Code: aws.String(code), Item: item}
 }
 
+func reasonMsg(code, msg string) types.CancellationReason {
+	return types.CancellationReason{Code: aws.String(code), Message: aws.String(msg)}
+}
+
 func TestCommitCancellationReasons(t *testing.T) {
 	none := reason("None", nil)
 	for name, tc := range map[string]struct {
@@ -132,6 +136,7 @@ func TestCommitCancellationReasons(t *testing.T) {
 		"write condition":                {err: canceled(none, none, reason("ConditionalCheckFailed", nil)), wantErr: ErrWriteConditionFailed, wantInMsg: "write 1"},
 		"throttled":                      {err: canceled(none, reason("ThrottlingError", nil)), wantErr: &types.TransactionCanceledException{}},
 		"other error":                    {err: &types.ResourceNotFoundException{Message: aws.String("no table")}, wantErr: &types.ResourceNotFoundException{}},
+		"receipt too large":              {err: canceled(reasonMsg("ValidationError", "Item size has exceeded the maximum allowed size"), none), wantErr: idem.ErrResultTooLarge},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{tx: []func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error){
@@ -163,6 +168,11 @@ func TestCommitCancellationReasons(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Commit: %v, want %v", err, tc.wantErr)
 				}
+			}
+			// Only the effect's own refused write is the effect failing; the
+			// rest are the store's.
+			if aborted := errors.Is(err, idem.ErrTxAborted); aborted != (tc.wantErr == ErrWriteConditionFailed) {
+				t.Fatalf("Commit: %v wraps idem.ErrTxAborted: %v", err, aborted)
 			}
 			if !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Fatalf("Commit: %q does not say %q", err, tc.wantInMsg)

@@ -10,10 +10,14 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
-// MemoryStore is an in-memory idem.Store and idem.TxStore with the same
+// MemoryMaxResultSize is the largest result a MemoryStore keeps, as a real
+// store has a limit too; a larger one is refused with idem.ErrResultTooLarge.
+const MemoryMaxResultSize = 4 << 20
+
+// MemoryStore is an in-memory [idem.Store] and [idem.TxStore] with the same
 // semantics as dynamostore: expiry, leases, fencing, FAILED records and
 // transactions. Transactional writes of any type are accepted and appended,
-// in commit order, to a log read with Writes.
+// in commit order, to a log read with [MemoryStore.Writes].
 //
 // It is safe for concurrent use. It is for tests and single-process tools:
 // its records die with the process.
@@ -31,6 +35,12 @@ var (
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{records: make(map[string]idem.Record)}
+}
+
+// Capabilities implements idem.Store: transactions, results up to
+// MemoryMaxResultSize, and every storage key a Guard makes.
+func (s *MemoryStore) Capabilities() idem.Capabilities {
+	return idem.Capabilities{Transactions: true, MaxResultSize: MemoryMaxResultSize, MaxKeySize: idem.MaxStorageKeyLen}
 }
 
 // takeable is the condition of Acquire and Commit, as in dynamostore.
@@ -71,6 +81,9 @@ func (s *MemoryStore) Complete(ctx context.Context, key, lease string, c idem.Co
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if len(c.Result) > MemoryMaxResultSize {
+		return fmt.Errorf("complete %q: %d bytes: %w", key, len(c.Result), idem.ErrResultTooLarge)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
@@ -109,6 +122,9 @@ func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, no
 func (s *MemoryStore) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Record{}, false, err
+	}
+	if len(t.Result) > MemoryMaxResultSize {
+		return idem.Record{}, false, fmt.Errorf("commit %q: %d bytes: %w", t.Key, len(t.Result), idem.ErrResultTooLarge)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -11,12 +11,9 @@ import (
 type increment struct{ id string }
 
 func TestMemoryStore(t *testing.T) {
-	var store *idemtest.MemoryStore
+	store := idemtest.NewMemoryStore() // shared: subtests run in parallel on their own keys
 	idemtest.TestStore(t,
-		func(t *testing.T) idem.Store {
-			store = idemtest.NewMemoryStore()
-			return store
-		},
+		func(t *testing.T) idem.Store { return store },
 		idemtest.WithCounter(
 			func(id string) any { return increment{id} },
 			func(_ context.Context, id string) (int, error) {

@@ -14,10 +14,14 @@
 //
 //   - Every record goes through the Guard under its own key. Executed and
 //     Duplicate records succeed; every other outcome (InProgress, Failed,
-//     Mismatch, LeaseLost, Rejected) makes the record a batch item failure,
-//     so SQS delivers it again after the visibility timeout and, after the
-//     queue's maxReceiveCount, moves it to the dead-letter queue. No record
-//     is ever dropped silently.
+//     StoreError, Mismatch, LeaseLost, Rejected) makes the record a batch
+//     item failure, so SQS delivers it again after the visibility timeout
+//     and, after the queue's maxReceiveCount, moves it to the dead-letter
+//     queue. No record is ever dropped silently.
+//   - Unconfirmed (the effect ran, its receipt could not be written before
+//     the lease ended) succeeds too, logged at ERROR as "record done
+//     without receipt": the effect is done, and delivering the message
+//     again would only run it a second time once the lease ends.
 //   - Records run concurrently, at most WithConcurrency at a time, except
 //     that records with the same key run one after the other: a copy in the
 //     same batch is then a Duplicate at once, not an InProgress that comes
@@ -28,9 +32,14 @@
 //     the group is failed without running, so a later message never
 //     overtakes an earlier one. Other groups go on.
 //   - Handle returns exactly the failed records' message ids and a nil
-//     error. A non-nil error would make Lambda retry the whole batch,
-//     successes included: they would only come back as duplicates, but it
-//     would cost requests and hide which record failed.
+//     error: a non-nil error would make Lambda retry the whole batch,
+//     successes included. One exception: when every record failed because
+//     the store failed (idem.StoreError), Handle returns an error wrapping
+//     ErrStoreDown and idem.ErrStore, so that Lambda counts a function error
+//     and the event source mapping backs off instead of polling on at full
+//     speed against a store that is down (Powertools' BatchProcessor does
+//     the same with raise_on_entire_batch_failure). Partial failures stay
+//     partial.
 //
 // # Why a payload mismatch fails the record
 //
@@ -45,5 +54,7 @@
 // ERROR otherwise) and one INFO line per successful record, with the
 // Lambda request id, the message id, the storage key (namespace#sha256 of
 // the key unless the Guard uses plain keys), the outcome, the attempts and
-// the error. Message bodies are never logged.
+// the error. Message bodies and keys are never logged; the errors the Guard
+// makes name storage keys only, and the effect's own errors are logged as
+// they are, so keep business identifiers out of them.
 package sqsbatch

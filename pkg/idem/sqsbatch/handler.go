@@ -35,11 +35,11 @@ type Func func(ctx context.Context, key string, msg events.SQSMessage) ([]byte, 
 // TxFunc returns the effect of one record as store writes, committed with
 // the receipt (transactional mode). It runs for every delivery, duplicates
 // included, and must have no side effect of its own.
-type TxFunc func(ctx context.Context, key string, msg events.SQSMessage) (idem.Tx, error)
+type TxFunc func(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error)
 
-// Record is what happened to one record, passed to the WithRecordHook
-// function.
-type Record struct {
+// RecordResult is what happened to one record, passed to the
+// WithRecordHook function.
+type RecordResult struct {
 	MessageID string
 	// Key is the idempotency key, "" when the KeyFunc found none.
 	Key string
@@ -60,7 +60,7 @@ type options struct {
 	concurrency int
 	logger      *slog.Logger
 	payload     func(events.SQSMessage) []byte
-	hook        func(context.Context, Record)
+	hook        func(context.Context, RecordResult)
 }
 
 // WithConcurrency bounds how many records of a batch run at once. Default
@@ -102,7 +102,7 @@ func WithPayload(fn func(events.SQSMessage) []byte) Option {
 // WithRecordHook calls fn once per record after it is done, with the ctx
 // given to Handle, e.g. to count outcomes. fn is called from several
 // goroutines at once and must be safe for concurrent use.
-func WithRecordHook(fn func(ctx context.Context, r Record)) Option {
+func WithRecordHook(fn func(ctx context.Context, r RecordResult)) Option {
 	return func(o *options) error {
 		if fn == nil {
 			return fmt.Errorf("%w: nil record hook", idem.ErrInvalid)
@@ -161,8 +161,16 @@ func newHandler(g *idem.Guard, key KeyFunc, opts []Option, h *Handler) (*Handler
 	return h, nil
 }
 
+// ErrStoreDown: every record of the batch failed because the store failed.
+// Handle returns it (wrapping idem.ErrStore) so that Lambda counts a function
+// error and the event source mapping backs off, instead of polling on at full
+// speed against a store that is down.
+var ErrStoreDown = errors.New("sqsbatch: every record failed on the store")
+
 // Handle runs the records of ev and returns the failed ones as batch item
-// failures. The error is always nil: see the package documentation.
+// failures. The error is nil, unless every record failed because the store
+// failed: then it wraps ErrStoreDown and idem.ErrStore (see the package
+// documentation).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	if len(ev.Records) == 0 {
@@ -182,13 +190,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	// once rather than an InProgress that comes back after the visibility
 	// timeout; the records of one message group on a FIFO queue.
 	units := split(ev.Records, keys)
-	failed := make([]bool, len(ev.Records)) // each index written by one worker
+	results := make([]RecordResult, len(ev.Records)) // each index written by one worker
 	work := make(chan []int)
 	var wg sync.WaitGroup
 	for range min(h.opts.concurrency, len(units)) {
 		wg.Go(func() {
 			for unit := range work {
-				h.runUnit(ctx, log, ev.Records, keys, unit, failed)
+				h.runUnit(ctx, log, ev.Records, keys, unit, results)
 			}
 		})
 	}
@@ -198,11 +206,17 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	close(work)
 	wg.Wait()
 
-	for i, f := range failed {
-		if f {
+	storeDown := true
+	for i, r := range results {
+		if r.Failed {
 			resp.BatchItemFailures = append(resp.BatchItemFailures,
 				events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
+		storeDown = storeDown && r.Failed && (r.Outcome == idem.StoreError || errors.Is(r.Err, ErrGroupFailed))
+	}
+	if storeDown {
+		log.ErrorContext(ctx, "batch failed: the store is failing", slog.Int("records", len(results)))
+		return resp, fmt.Errorf("%w (%d records): %w", ErrStoreDown, len(results), idem.ErrStore)
 	}
 	return resp, nil
 }
@@ -255,16 +269,16 @@ func split(records []events.SQSMessage, keys []keyed) [][]int {
 	return units
 }
 
-func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, failed []bool) {
+func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
 	groupFailed := false
 	for _, i := range unit {
-		var r Record
+		var r RecordResult
 		if groupFailed {
-			r = Record{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
+			r = RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
 		} else {
 			r = h.runRecord(ctx, log, records[i], keys[i])
 		}
-		failed[i] = r.Failed
+		results[i] = r
 		groupFailed = groupFailed || r.Failed
 		h.logRecord(ctx, log, r)
 		h.callHook(ctx, log, r)
@@ -273,7 +287,7 @@ func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []event
 
 // callHook runs the record hook; a panic in it is logged, not allowed to
 // take the other records of the batch down with it.
-func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r Record) {
+func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r RecordResult) {
 	if h.opts.hook == nil {
 		return
 	}
@@ -285,7 +299,7 @@ func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r Record) {
 	h.opts.hook(ctx, r)
 }
 
-func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r Record) {
+func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r RecordResult) {
 	r.MessageID = msg.MessageId
 	if k.err != nil {
 		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", k.err), true
@@ -310,7 +324,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	var err error
 	payload := h.opts.payload(msg)
 	if h.txfn != nil {
-		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.Tx, error) {
+		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.TxEffect, error) {
 			return h.txfn(ctx, key, msg)
 		})
 	} else {
@@ -319,11 +333,18 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 		})
 	}
 	r.Outcome, r.Attempts, r.Err = res.Outcome, res.Attempts, err
-	r.Failed = err != nil || (res.Outcome != idem.Executed && res.Outcome != idem.Duplicate)
+	r.Failed = !succeeded(res.Outcome)
 	return r
 }
 
-func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r Record) {
+// succeeded reports whether a record with outcome o is done, so its message
+// can be deleted. Unconfirmed is done: the effect ran, and delivering the
+// message again could only run it a second time once the lease ends.
+func succeeded(o idem.Outcome) bool {
+	return o == idem.Executed || o == idem.Duplicate || o == idem.Unconfirmed
+}
+
+func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResult) {
 	attrs := []slog.Attr{
 		slog.String("message_id", r.MessageID),
 		slog.String("outcome", outcomeName(r)),
@@ -333,6 +354,13 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r Record) {
 		// The storage key: hashed unless the Guard uses plain keys, and what
 		// an operator looks up in the table.
 		attrs = append(attrs, slog.String("record_key", h.guard.StorageKey(r.Key)))
+	}
+	if r.Outcome == idem.Unconfirmed {
+		// Done, but its receipt is missing: a later copy of the message
+		// may run the effect again. Operators alarm on it.
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+		log.LogAttrs(ctx, slog.LevelError, "record done without receipt", attrs...)
+		return
 	}
 	if !r.Failed {
 		log.LogAttrs(ctx, slog.LevelInfo, "record done", attrs...)
@@ -348,7 +376,7 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r Record) {
 	log.LogAttrs(ctx, level, "record failed", attrs...)
 }
 
-func outcomeName(r Record) string {
+func outcomeName(r RecordResult) string {
 	if r.Outcome == 0 {
 		return "skipped"
 	}

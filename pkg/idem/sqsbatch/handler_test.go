@@ -61,15 +61,15 @@ func failures(resp events.SQSEventResponse) []string {
 // recorder collects the records passed to the hook.
 type recorder struct {
 	mu      sync.Mutex
-	records map[string]sqsbatch.Record
+	records map[string]sqsbatch.RecordResult
 	calls   int
 }
 
-func (r *recorder) hook(_ context.Context, rec sqsbatch.Record) {
+func (r *recorder) hook(_ context.Context, rec sqsbatch.RecordResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.records == nil {
-		r.records = make(map[string]sqsbatch.Record)
+		r.records = make(map[string]sqsbatch.RecordResult)
 	}
 	r.records[rec.MessageID] = rec
 	r.calls++
@@ -366,12 +366,12 @@ func TestTransactional(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	g := newGuard(t, store)
 	var calls atomic.Int32
-	h, err := sqsbatch.NewTx(g, sqsbatch.Attribute("id"), func(ctx context.Context, key string, m events.SQSMessage) (idem.Tx, error) {
+	h, err := sqsbatch.NewTx(g, sqsbatch.Attribute("id"), func(ctx context.Context, key string, m events.SQSMessage) (idem.TxEffect, error) {
 		calls.Add(1)
 		if key == "bad" {
-			return idem.Tx{}, errors.New("cannot build the writes")
+			return idem.TxEffect{}, errors.New("cannot build the writes")
 		}
-		return idem.Tx{Writes: []any{"ledger+1 " + key}, Result: []byte(key)}, nil
+		return idem.TxEffect{Writes: []any{"ledger+1 " + key}, Result: []byte(key)}, nil
 	}, sqsbatch.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +534,7 @@ func TestPanicsOutsideTheEffect(t *testing.T) {
 		}
 		return m.MessageId, nil
 	}
-	hook := func(_ context.Context, r sqsbatch.Record) {
+	hook := func(_ context.Context, r sqsbatch.RecordResult) {
 		if r.MessageID == "hook" {
 			panic("hook bug")
 		}

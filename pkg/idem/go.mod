@@ -1,0 +1,3 @@
+module github.com/exactlyonce/sqsidem/pkg/idem
+
+go 1.26

@@ -1,0 +1,72 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Lease describes the attempt running an effect. Attempt increases with
+// every acquire of a key while its record is retained (it starts again at 1
+// once TTL has deleted it), so it can serve as a fencing token for a
+// downstream system that rejects writes from older attempts.
+type Lease struct {
+	Key     string // the caller's key, e.g. for an Idempotency-Key header
+	Token   string
+	Attempt int
+	Until   time.Time
+}
+
+type leaseKey struct{}
+
+// LeaseFromContext returns the lease of the attempt running the effect; it
+// is set in the context Do passes to the effect.
+func LeaseFromContext(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// window returns when the lease of an attempt starting at now ends, and
+// when its effect's context must end: a safety margin before the lease or
+// before ctx's deadline, whichever comes first, so that the receipt can
+// still be written in time.
+func (g *Guard) window(ctx context.Context, now time.Time) (leaseUntil, effectEnd time.Time, err error) {
+	deadline, hasDeadline := ctx.Deadline()
+	lease := g.opts.lease
+	if lease == 0 {
+		lease = DefaultLease
+		if hasDeadline {
+			lease = deadline.Sub(now)
+		}
+	}
+	leaseUntil = now.Add(lease)
+	end := leaseUntil
+	if hasDeadline && deadline.Before(end) {
+		end = deadline
+	}
+	effectEnd = end.Add(-g.opts.margin)
+	if !effectEnd.After(now) {
+		return time.Time{}, time.Time{}, fmt.Errorf("idem: %s left, not more than the %s safety margin: no time for the effect: %w",
+			end.Sub(now).Round(time.Millisecond), g.opts.margin, context.DeadlineExceeded)
+	}
+	return leaseUntil, effectEnd, nil
+}
+
+// writeContext is the context for writing the receipt or releasing: not
+// cancelled with the effect (what happened must still be recorded), but
+// ending with the lease, or with ctx's deadline (the Lambda's) if that comes
+// first. After the lease another attempt may hold the record.
+func writeContext(ctx context.Context, leaseUntil time.Time) (context.Context, context.CancelFunc) {
+	end := leaseUntil
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
