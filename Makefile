@@ -15,7 +15,10 @@ CDK_FLAGS      := --no-notices
 LAMBDAS        := consumer producer
 ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
 HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
-GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') go.mod go.sum
+GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') $(shell find pkg -name go.mod) go.mod go.sum go.work
+# The library's own modules (go.work builds them with the top-level one):
+# `./...` at the top does not reach into them, so they are listed.
+LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/...
 # The race detector needs cgo, hence a C compiler; without one, no -race.
 RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
@@ -49,7 +52,7 @@ build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy)
 
 .PHONY: unit
 unit: ## unit, conformance (memory store) and CDK assertion tests
-	go test $(RACE) $$(go list ./... | grep -v /infra)
+	go test $(RACE) $$(go list ./... $(LIBRARY) | grep -v /infra)
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
@@ -79,13 +82,23 @@ demo: deps build synth-test ## run producer -> queue -> consumers on local emula
 	go run ./integration/cmd/demo
 
 .PHONY: lint
-lint: ## go vet, gofmt and staticcheck (when it installs)
+lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)
 	go vet ./...
 	go vet -tags integration ./integration/...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
 		go run $(STATICCHECK) ./... && go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
+	@command -v shellcheck >/dev/null 2>&1 || echo "lint: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
+	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+
+.PHONY: synth-hardened
+synth-hardened: npm $(ARM_BOOTSTRAPS) ## synthesize the hardened profile (customer-managed KMS key, reserved concurrency) into cdk.hardened.out
+	$(CDK) synth $(CDK_FLAGS) -q -c profile=hardened -o cdk.hardened.out
+
+.PHONY: cfn-checks
+cfn-checks: synth synth-test synth-hardened ## cfn-lint every synthesized template, checkov the hardened one (pinned tools in .cache/cfn-venv)
+	@bash integration/scripts/cfn-checks.sh cdk.out cdk.test.out cdk.hardened.out
 
 .PHONY: deploy
 deploy: npm $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials
@@ -100,15 +113,41 @@ destroy: npm ## delete the deployed stack
 	$(CDK) destroy $(CDK_FLAGS) --all
 
 .PHONY: deploy-local
-deploy-local: npm $(ARM_BOOTSTRAPS) ## deploy to LocalStack with cdklocal (docker compose up first)
-	$(CDKLOCAL) bootstrap $(CDK_FLAGS)
-	$(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never
+deploy-local: npm ## deploy the stack into a LocalStack that keeps running (no Docker needed); KEEP=0: a throwaway one
+	@# Host-arch bootstraps: LocalStack runs them on this machine (or, with
+	@# Docker, in containers of this machine's architecture).
+	for f in $(LAMBDAS); do \
+		GOOS=linux GOARCH=$$(go env GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o build/local/$$f/bootstrap ./functions/$$f; \
+	done
+	@# KEEP=0: into a LocalStack that stops when the deploy ends (a check that
+	@# the stack deploys). Otherwise into one that keeps running: started (or
+	@# the running one, or AWS_ENDPOINT_URL's), then says how to use it.
+	@# DEPLOY_LOCAL_CONTEXT replaces "-c profile=test" (e.g. add -c functionTimeout=10s).
+	@# The synth goes to build/local/cdk.out, not cdk.out (make synth's).
+	@ctx='$(or $(DEPLOY_LOCAL_CONTEXT),-c profile=test) -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out'; \
+	deploy="$(CDKLOCAL) bootstrap $(CDK_FLAGS) $$ctx && $(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never $$ctx"; \
+	if [ "$(KEEP)" = 0 ]; then \
+		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
+	else \
+		if [ -z "$${AWS_ENDPOINT_URL:-}" ]; then \
+			bash integration/scripts/localstack.sh start --deploy >/dev/null; \
+			eval "$$(bash integration/scripts/localstack.sh env)"; \
+		fi; \
+		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
+		echo "deploy-local: LocalStack keeps running at $$AWS_ENDPOINT_URL. Use it:  eval \"\$$(bash integration/scripts/localstack.sh env)\"   Stop it:  make localstack-down"; \
+	fi
+
+.PHONY: localstack-up
+localstack-up: ## start a LocalStack that keeps running (services for deploys; no Docker needed) and print its env
+	@bash integration/scripts/localstack.sh start --deploy
+
+.PHONY: localstack-down
+localstack-down: ## stop the LocalStack of localstack-up / deploy-local
+	@bash integration/scripts/localstack.sh stop
 
 .PHONY: integration-localstack
-integration-localstack: build synth-test ## the integration suite against LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN)
-	docker compose up -d --wait
-	AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-		$(INTEGRATION_TESTS)
+integration-localstack: build synth-test ## the integration suite against LocalStack (started and stopped around it; no Docker needed)
+	bash integration/scripts/localstack.sh run -- $(INTEGRATION_TESTS)
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the tool cache)

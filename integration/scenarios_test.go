@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/provision"
@@ -30,6 +31,14 @@ import (
 // once in the ledger, or sits in the DLQ with a reason; nothing vanishes.
 // They run in parallel, each on its own provisioned copy of the stack, since
 // most of their time is spent waiting for visibility timeouts.
+
+// redeliveries is how long a test waits for the messages of s to be
+// received n more times: n visibility timeouts of the template's queue, with
+// room for a loaded machine. The LocalStack profile's longer timeouts
+// lengthen every wait with them.
+func redeliveries(s *system.System, n int) time.Duration {
+	return time.Duration(n+2)*s.Queue.VisibilityTimeout*3/2 + 30*time.Second
+}
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -47,34 +56,39 @@ func TestThousandOrdersWithDuplicates(t *testing.T) {
 	orders := system.Orders("bulk", 1000)
 	start := time.Now()
 
-	// The producer's timeout is the test profile's 2 s, so a cold first
-	// chunk may not finish: its unsent orders are released (reported as
-	// failed) and the re-triggered runs below send them.
-	var sent atomic.Int64
+	// Two producer instances publish the orders in chunks of 25. A run that
+	// fails or times out, or leaves orders unsent or in progress (a timed-out
+	// run's lease), is run again for its chunk, as a scheduler would, until
+	// every order of the chunk is sent or known as sent: the producer's guard
+	// keeps the re-runs from sending an order twice.
 	chunks := slices.Collect(slices.Chunk(orders, 25))
-	failed := make([]int, len(chunks))
-	for i := 0; i < len(chunks); i += 2 {
-		var wg sync.WaitGroup
-		for j := i; j < min(i+2, len(chunks)); j++ { // two producer instances
-			wg.Go(func() {
-				res, err := s.Produce(ctx, chunks[j])
+	var sent, reruns atomic.Int64
+	var wg sync.WaitGroup
+	work := make(chan []system.Order)
+	for range 2 {
+		wg.Go(func() {
+			for chunk := range work {
+				n, runs, err := produceAll(ctx, s, chunk)
 				if err != nil {
-					t.Errorf("producer chunk %d: %v", j, err)
+					t.Error(err)
 				}
-				sent.Add(int64(res.Sent))
-				failed[j] = res.Failed
-			})
-		}
-		wg.Wait()
+				sent.Add(int64(n))
+				reruns.Add(int64(runs - 1))
+			}
+		})
 	}
-	// The scheduler re-triggers the first 300 orders: the producer's guard
-	// sends only what the first run could not.
+	for _, chunk := range chunks {
+		work <- chunk
+	}
+	close(work)
+	wg.Wait()
+	// The scheduler re-triggers the first 300 orders: all sent already, so
+	// the producer's guard sends none of them again.
 	for j, chunk := range chunks[:12] {
 		res, err := s.Produce(ctx, chunk)
-		if err != nil || res.Failed != 0 || res.Sent > failed[j] || res.Sent+res.Duplicates != len(chunk) {
-			t.Errorf("re-triggered producer, chunk %d: %+v, %v; want duplicates, sending at most the %d the first run failed", j, res, err, failed[j])
+		if err != nil || res.Sent != 0 || res.Duplicates != len(chunk) {
+			t.Errorf("re-triggered producer, chunk %d: %+v, %v; want %d duplicates, nothing sent", j, res, err, len(chunk))
 		}
-		sent.Add(int64(res.Sent))
 	}
 	// Another upstream sends 300 raw duplicates the producer never saw.
 	var dups []system.Order
@@ -88,7 +102,7 @@ func TestThousandOrdersWithDuplicates(t *testing.T) {
 	elapsed := time.Since(start)
 
 	r := check(t, s, orders)
-	t.Logf("producer: %d sends reported, %d orders failed on the first run", sent.Load(), sum(failed))
+	t.Logf("producer: %d orders sent, %d runs re-run after a failure or timeout", sent.Load(), reruns.Load())
 	t.Logf("throughput: %d deliveries in %.1fs from the first send to an empty queue: %.0f msgs/s (2 cores, emulators included)",
 		r.Deliveries, elapsed.Seconds(), float64(r.Deliveries)/elapsed.Seconds())
 	if r.Applied != 1000 || r.DoubleEffects != 0 || len(r.DeadLetters) != 0 {
@@ -181,11 +195,11 @@ func crashThenSend(t *testing.T, ctx context.Context, s *system.System, kills *a
 func TestCrashBeforeEffect(t *testing.T) {
 	t.Parallel()
 	s := startSystem(t, system.Config{Consumers: 2})
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := ctxFor(t, redeliveries(s, 1)+time.Minute)
 	orders := system.Orders("crash-before", 5)
 	kills := killOnce(s, "before-effect", orders[2].OrderID)
 	crashThenSend(t, ctx, s, kills, orders[2], orders)
-	drain(t, s, 90*time.Second)
+	drain(t, s, redeliveries(s, 1))
 	r := check(t, s, orders)
 	if kills.Load() != 1 || r.Applied != 5 || r.DoubleEffects != 0 {
 		t.Fatalf("kills %d, applied %d, double effects %d; want 1, 5, 0", kills.Load(), r.Applied, r.DoubleEffects)
@@ -211,11 +225,11 @@ func TestCrashAfterEffect(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			s := startSystem(t, system.Config{Consumers: 2, ConsumerEnv: map[string]string{"IDEM_MODE": tc.mode}})
-			ctx := ctxFor(t, 2*time.Minute)
+			ctx := ctxFor(t, redeliveries(s, 1)+time.Minute)
 			orders := system.Orders("crash-after-"+tc.mode, 5)
 			kills := killOnce(s, "after-effect", orders[1].OrderID)
 			crashThenSend(t, ctx, s, kills, orders[1], orders)
-			drain(t, s, 90*time.Second)
+			drain(t, s, redeliveries(s, 1))
 			r := check(t, s, orders)
 			if kills.Load() != 1 || r.Applied != 5 || r.DoubleEffects != tc.wantDoubles {
 				t.Fatalf("%s mode: kills %d, applied %d, double effects %d (%v); want 1, 5, %d",
@@ -237,11 +251,11 @@ func TestTransientEffectError(t *testing.T) {
 		"FAULT_EFFECT_FAIL_KEYS":  orders[0].OrderID,
 		"FAULT_EFFECT_FAIL_TIMES": "1",
 	}})
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := ctxFor(t, redeliveries(s, 1)+time.Minute)
 	if err := s.SendRaw(ctx, orders...); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, s, 90*time.Second)
+	drain(t, s, redeliveries(s, 1))
 	r := check(t, s, orders)
 	if r.Applied != 3 || r.DoubleEffects != 0 || r.Outcomes["failed"] != 1 {
 		t.Fatalf("applied %d, double effects %d, outcomes %v; want 3, 0, one failure", r.Applied, r.DoubleEffects, r.Outcomes)
@@ -257,7 +271,7 @@ func TestTransientEffectError(t *testing.T) {
 func TestPoisonMalformedAndKeyless(t *testing.T) {
 	t.Parallel()
 	s := startSystem(t, system.Config{Consumers: 2})
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, redeliveries(s, s.Queue.MaxReceiveCount)+time.Minute)
 	good := system.Orders("healthy", 3)
 	poison := system.Order{OrderID: "poison-1", Customer: "c", AmountCents: 1, Poison: true}
 	if err := s.SendRaw(ctx, append(good, poison)...); err != nil {
@@ -269,7 +283,7 @@ func TestPoisonMalformedAndKeyless(t *testing.T) {
 	if _, err := s.SendBody(ctx, `{"customer": "c-1", "amountCents": 100}`, ""); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, s, 150*time.Second)
+	drain(t, s, redeliveries(s, s.Queue.MaxReceiveCount))
 	r := check(t, s, append(good, poison, system.Order{OrderID: "malformed-1"}))
 	if r.Applied != 3 || len(r.DeadLetters) != 3 {
 		t.Fatalf("applied %d, dead letters %d; want 3 and 3", r.Applied, len(r.DeadLetters))
@@ -298,7 +312,7 @@ func TestPoisonMalformedAndKeyless(t *testing.T) {
 func TestSameKeyDifferentPayload(t *testing.T) {
 	t.Parallel()
 	s := startSystem(t, system.Config{Consumers: 2})
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, redeliveries(s, s.Queue.MaxReceiveCount)+time.Minute)
 	first := system.Order{OrderID: "reused-1", Customer: "c", AmountCents: 1000}
 	if err := s.SendRaw(ctx, first); err != nil {
 		t.Fatal(err)
@@ -309,7 +323,7 @@ func TestSameKeyDifferentPayload(t *testing.T) {
 	if err := s.SendRaw(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, s, 150*time.Second)
+	drain(t, s, redeliveries(s, s.Queue.MaxReceiveCount))
 	r := check(t, s, []system.Order{first})
 	if r.Applied != 1 || r.DoubleEffects != 0 || len(r.DeadLetters) != 1 || r.Outcomes["mismatch"] < 1 {
 		t.Fatalf("applied %d, double %d, DLQ %d, outcomes %v; want 1, 0, 1, mismatches", r.Applied, r.DoubleEffects, len(r.DeadLetters), r.Outcomes)
@@ -387,10 +401,15 @@ func TestProducerPostSendUpdateFails(t *testing.T) {
 		first, again.Sent, late.Sent+late.Failed, r.Outcomes["duplicate"])
 }
 
-// TestZombieCannotComplete: instance A's effect overruns its lease; B takes
-// the key over and completes; A's late complete is refused (fencing) and
-// B's receipt stays.
-func TestZombieCannotComplete(t *testing.T) {
+// TestZombieStopsAtItsLease: instance A stalls after its effect past its
+// lease (a long GC pause, a frozen sandbox); B takes the key over and
+// completes. A, awake, writes nothing: the receipt is never written past the
+// lease, where another attempt may hold the record. It reports Unconfirmed
+// (its effect ran: its message is done), and B's receipt stays. Both
+// effects ran: the lease-mode window, told and counted. (A write that did
+// reach the store late would be refused by fencing: the conformance suite
+// checks that on every store.)
+func TestZombieStopsAtItsLease(t *testing.T) {
 	t.Parallel()
 	s := startSystem(t, system.Config{Consumers: 2, NoPoller: true, ConsumerEnv: map[string]string{
 		"IDEM_LEASE":         "1s",
@@ -434,8 +453,8 @@ func TestZombieCannotComplete(t *testing.T) {
 		t.Fatalf("B: failed %v, %v; want B to take over and complete", failedB, err)
 	}
 	<-done
-	if errA != nil || !slices.Equal(failedA, []string{"msg-zombie-a"}) {
-		t.Fatalf("A: failed %v, %v; want its record reported as failed", failedA, errA)
+	if errA != nil || len(failedA) != 0 {
+		t.Fatalf("A: failed %v, %v; want its record done (its effect ran)", failedA, errA)
 	}
 	// The harness reads the Lambdas' logs through a pipe: give A's a moment.
 	var lines []system.Line
@@ -444,8 +463,8 @@ func TestZombieCannotComplete(t *testing.T) {
 			break
 		}
 	}
-	if len(lines) == 0 || lines[len(lines)-1].Outcome != "lease_lost" {
-		t.Fatalf("A's record: %+v, want lease_lost", lines)
+	if len(lines) == 0 || lines[len(lines)-1].Outcome != "unconfirmed" {
+		t.Fatalf("A's record: %+v, want unconfirmed", lines)
 	}
 	rec := receipt(t, s, order.OrderID)
 	if rec.Status != idem.StatusCompleted || rec.Attempts != 2 {
@@ -460,8 +479,8 @@ func TestZombieCannotComplete(t *testing.T) {
 		t.Fatalf("double effects %d: want exactly the zombie's and the new owner's", r.DoubleEffects)
 	}
 	// Both effects ran: the zombie's before its lease ran out, B's after the
-	// takeover. This is the lease-mode window; fencing keeps the receipt
-	// B's and tells A (lease_lost), so the double effect is counted.
+	// takeover. This is the lease-mode window; A is told (unconfirmed), so
+	// the double effect is counted, and B's receipt is the one that stays.
 	t.Logf("zombie: outcomes %v, gift cards issued %d", r.Outcomes, r.DoubleEffects+1)
 }
 
@@ -474,12 +493,30 @@ func receipt(t *testing.T, s *system.System, orderID string) idem.Record {
 	return rec
 }
 
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
+// produceAll runs the producer for orders until every one is sent or known
+// as sent (a duplicate), re-running it after a failed or timed-out run, or
+// one that left orders unsent or in progress (after the holding run's lease,
+// the producer's timeout). It returns the orders sent and the runs made.
+func produceAll(ctx context.Context, s *system.System, orders []system.Order) (sent, runs int, err error) {
+	producer, err := s.Stack.FindFunctionByEnv(contract.EnvQueueURL)
+	if err != nil {
+		return 0, 0, err
 	}
-	return n
+	for runs = 1; ; runs++ {
+		res, err := s.Produce(ctx, orders)
+		sent += res.Sent
+		if err == nil && res.Sent+res.Duplicates == len(orders) {
+			return sent, runs, nil
+		}
+		if runs == 6 {
+			return sent, runs, fmt.Errorf("producer: orders still not sent after %d runs: %+v, %v", runs, res, err)
+		}
+		select {
+		case <-ctx.Done():
+			return sent, runs, ctx.Err()
+		case <-time.After(producer.Timeout):
+		}
+	}
 }
 
 // TestFIFOGroupsKeepOrder: the consumer on a FIFO queue (created here with
@@ -494,7 +531,7 @@ func TestFIFOGroupsKeepOrder(t *testing.T) {
 	s := startSystem(t, system.Config{Consumers: 2, NoPoller: true, ConsumerEnv: map[string]string{
 		"FAULT_EFFECT_FAIL_KEYS": failing.OrderID,
 	}})
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := ctxFor(t, redeliveries(s, 1)+time.Minute)
 	queueURL, queueARN := createFIFOQueue(t, ctx, s)
 	poller := &esm.Poller{
 		Client: s.SQS, QueueURL: queueURL, QueueARN: queueARN, Region: s.Stack.Region,
@@ -523,7 +560,7 @@ func TestFIFOGroupsKeepOrder(t *testing.T) {
 	}
 	// Wait until every order is in the ledger.
 	var applied map[string]ledgerRow
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(redeliveries(s, 1)); ; time.Sleep(500 * time.Millisecond) {
 		applied = ledgerRows(t, ctx, s)
 		if len(applied) == len(orders) || time.Now().After(deadline) {
 			break

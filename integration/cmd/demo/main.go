@@ -271,7 +271,7 @@ func progress(runs []*modeRun, done <-chan struct{}) {
 		for _, r := range runs {
 			out := r.sys.Records.Outcomes()
 			parts = append(parts, fmt.Sprintf("%-13s executed %4d  duplicate %4d  in progress %3d  failed %3d",
-				r.mode, out["executed"], out["duplicate"], out["in_progress"], out["failed"]+out["rejected"]+out["mismatch"]+out["lease_lost"]))
+				r.mode, out["executed"], out["duplicate"], out["in_progress"], out["failed"]+out["store_error"]+out["rejected"]+out["mismatch"]+out["lease_lost"]+out["unconfirmed"]))
 		}
 		fmt.Printf("[%3.0fs] %s\n", time.Since(start).Seconds(), strings.Join(parts, "  |  "))
 	}

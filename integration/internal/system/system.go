@@ -255,11 +255,31 @@ func BuildLambdas(ctx context.Context, root, dir string) (consumer, producer str
 	return filepath.Join(dir, "consumer"), filepath.Join(dir, "producer"), nil
 }
 
-// FindTemplate returns the single template in the test profile's assembly.
+// Assembly is the directory of the synthesized cloud assembly the suite
+// provisions from: $SQSIDEM_ASSEMBLY if set; else, with AWS_ENDPOINT_URL
+// set (LocalStack), cdk.localstack.out, the test profile with timeouts
+// scaled for a slower endpoint (`make synth-localstack`); else cdk.test.out
+// (`make synth-test`).
+func Assembly() string {
+	if dir := os.Getenv("SQSIDEM_ASSEMBLY"); dir != "" {
+		return dir
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return "cdk.localstack.out"
+	}
+	return "cdk.test.out"
+}
+
+// FindTemplate returns the single template in the assembly (see Assembly)
+// under root.
 func FindTemplate(root string) (string, error) {
-	matches, _ := filepath.Glob(filepath.Join(root, "cdk.test.out", "*.template.json"))
+	dir := Assembly()
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*.template.json"))
 	if len(matches) != 1 {
-		return "", fmt.Errorf("system: want one template in %s/cdk.test.out, found %d (run `make synth-test`)", root, len(matches))
+		return "", fmt.Errorf("system: want one template in %s, found %d (run `make synth-test`, or `make synth-localstack` for LocalStack)", dir, len(matches))
 	}
 	return matches[0], nil
 }
