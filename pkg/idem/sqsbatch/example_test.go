@@ -2,6 +2,7 @@ package sqsbatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -39,4 +40,25 @@ func Example() {
 	// Output:
 	// delivery 1: mails sent 2, failed records [{m3}]
 	// delivery 2: mails sent 2, failed records [{m3}]
+}
+
+// The key is the identity of the business effect, not of the message: a
+// producer that sends "order 42" twice sends two messages with two ids but
+// one orderId. FirstOf tries key functions in turn: here the orderId message
+// attribute, else the body's orderId field.
+func ExampleFirstOf() {
+	key := sqsbatch.FirstOf(sqsbatch.Attribute("orderId"), sqsbatch.JSONField("orderId"))
+	id := "o-42"
+	for _, msg := range []events.SQSMessage{
+		{MessageId: "m1", MessageAttributes: map[string]events.SQSMessageAttribute{"orderId": {DataType: "String", StringValue: &id}}},
+		{MessageId: "m2", Body: `{"orderId": "o-42", "amountCents": 2500}`},
+		{MessageId: "m3", Body: `{"amountCents": 2500}`},
+	} {
+		k, err := key(msg)
+		fmt.Printf("%s: key %q, no key: %v\n", msg.MessageId, k, errors.Is(err, sqsbatch.ErrNoKey))
+	}
+	// Output:
+	// m1: key "o-42", no key: false
+	// m2: key "o-42", no key: false
+	// m3: key "", no key: true
 }
