@@ -1,0 +1,180 @@
+package sqsbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// How one batch's records run: grouped into units, each unit in order on
+// one worker, each record through the Guard, then logged and passed to the
+// hook.
+
+// keyed is a record's key, or why it has none.
+type keyed struct {
+	key string
+	err error
+}
+
+// keyOf runs the key function; a panic in it fails that record only.
+func (h *Handler) keyOf(msg events.SQSMessage) (key string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			key, err = "", fmt.Errorf("%w in the key function: %v", ErrPanic, p)
+		}
+	}()
+	key, err = h.key(msg)
+	if err == nil && key == "" {
+		err = fmt.Errorf("%w: empty key", ErrNoKey)
+	}
+	return key, err
+}
+
+// split groups the indexes of records into units of work: by message group
+// on a FIFO queue, by key on a standard queue (a record without a key is a
+// unit of its own). The queue type is taken from the first record: a batch
+// comes from one event source.
+func split(records []events.SQSMessage, keys []keyed) [][]int {
+	fifo := strings.HasSuffix(records[0].EventSourceARN, ".fifo")
+	var units [][]int
+	unitOf := make(map[string]int)
+	for i, r := range records {
+		id := keys[i].key
+		switch {
+		case fifo:
+			id = r.Attributes["MessageGroupId"]
+		case keys[i].err != nil:
+			units = append(units, []int{i})
+			continue
+		}
+		u, ok := unitOf[id]
+		if !ok {
+			u = len(units)
+			unitOf[id] = u
+			units = append(units, nil)
+		}
+		units[u] = append(units[u], i)
+	}
+	return units
+}
+
+func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
+	groupFailed := false
+	for _, i := range unit {
+		var r RecordResult
+		if groupFailed {
+			r = RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
+		} else {
+			r = h.runRecord(ctx, log, records[i], keys[i])
+		}
+		results[i] = r
+		groupFailed = groupFailed || r.Failed
+		h.logRecord(ctx, log, r)
+		h.callHook(ctx, log, r)
+	}
+}
+
+// callHook runs the record hook; a panic in it is logged, not allowed to
+// take the other records of the batch down with it.
+func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r RecordResult) {
+	if h.opts.hook == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "record hook panicked", slog.String("message_id", r.MessageID), slog.Any("panic", p))
+		}
+	}()
+	h.opts.hook(ctx, r)
+}
+
+func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r RecordResult) {
+	r.MessageID = msg.MessageId
+	if k.err != nil {
+		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", k.err), true
+		return r
+	}
+	key := k.key
+	r.Key = key
+
+	// A panic in the effect (the Guard releases the record and re-raises
+	// it) stops here, so it fails this record only.
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "effect panicked",
+				slog.String("message_id", msg.MessageId),
+				slog.Any("panic", p),
+				slog.String("stack", string(debug.Stack())))
+			r.Outcome, r.Err, r.Failed = idem.Failed, fmt.Errorf("%w: %v", ErrPanic, p), true
+		}
+	}()
+
+	var res idem.Result
+	var err error
+	payload := h.opts.payload(msg)
+	if h.txfn != nil {
+		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.TxEffect, error) {
+			return h.txfn(ctx, key, msg)
+		})
+	} else {
+		res, err = h.guard.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+			return h.fn(ctx, key, msg)
+		})
+	}
+	r.Outcome, r.Attempts, r.Err = res.Outcome, res.Attempts, err
+	r.Failed = !succeeded(res.Outcome)
+	return r
+}
+
+// succeeded reports whether a record with outcome o is done, so its message
+// can be deleted. Unconfirmed is done: the effect ran, and delivering the
+// message again could only run it a second time once the lease ends.
+func succeeded(o idem.Outcome) bool {
+	return o == idem.Executed || o == idem.Duplicate || o == idem.Unconfirmed
+}
+
+func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResult) {
+	attrs := []slog.Attr{
+		slog.String("message_id", r.MessageID),
+		slog.String("outcome", outcomeName(r)),
+		slog.Int("attempts", r.Attempts),
+	}
+	if r.Key != "" {
+		// The storage key: hashed unless the Guard uses plain keys, and what
+		// an operator looks up in the table.
+		attrs = append(attrs, slog.String("record_key", h.guard.StorageKey(r.Key)))
+	}
+	if r.Outcome == idem.Unconfirmed {
+		// Done, but its receipt is missing: a later copy of the message
+		// may run the effect again. Operators alarm on it.
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+		log.LogAttrs(ctx, slog.LevelError, "record done without receipt", attrs...)
+		return
+	}
+	if !r.Failed {
+		log.LogAttrs(ctx, slog.LevelInfo, "record done", attrs...)
+		return
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+	}
+	level := slog.LevelError
+	if r.Outcome == idem.InProgress || errors.Is(r.Err, ErrGroupFailed) {
+		level = slog.LevelWarn // routine: the record comes back later
+	}
+	log.LogAttrs(ctx, level, "record failed", attrs...)
+}
+
+func outcomeName(r RecordResult) string {
+	if r.Outcome == 0 {
+		return "skipped"
+	}
+	return r.Outcome.String()
+}
