@@ -18,7 +18,7 @@ HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') $(shell find pkg -name go.mod) go.mod go.sum go.work
 # The library's own modules (go.work builds them with the top-level one):
 # `./...` at the top does not reach into them, so they are listed.
-LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/...
+LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/... ./pkg/idem/redisstore/...
 # The race detector needs cgo, hence a C compiler; without one, no -race.
 RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.

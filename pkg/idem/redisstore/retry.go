@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// go-redis retries a command itself (Options.MaxRetries, 3 by default) on
+// network errors and on LOADING, TRYAGAIN, CLUSTERDOWN and the like. The
+// Store retries on top of that, as dynamostore does, because it knows what
+// each request is for: a receipt is retried until its context ends (the
+// Guard ends it with the lease), long after the client's few retries would
+// have given up, since a receipt not written is the window in which the
+// effect can run twice. Acquire and Release are retried a few times.
+//
+// Every retry is the same request, and the scripts make it idempotent: a
+// write that landed but whose response was lost is found holding the
+// caller's lease and is reported as the caller's own.
+const (
+	retryBase = 25 * time.Millisecond
+	retryCap  = 400 * time.Millisecond
+	// acquireTries bounds the attempts of an acquire and a read: failing
+	// them early is safe (nothing ran), and the message comes back.
+	acquireTries = 4
+	// releaseTries bounds a release: a lost one only delays the next
+	// attempt until the lease ends.
+	releaseTries = 4
+	// untilDeadline: retry until ctx ends.
+	untilDeadline = 0
+	// completeTimeout bounds Complete's retries when ctx has no deadline
+	// (the Guard always gives one: the end of the lease).
+	completeTimeout = 30 * time.Second
+)
+
+// retry calls op until it succeeds, fails for good, ctx ends, or tries
+// attempts were made (tries 0: until ctx ends).
+func (s *Store) retry(ctx context.Context, tries int, op func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := op(ctx)
+		if err == nil || !transient(err) {
+			return err
+		}
+		if tries > 0 && attempt+1 >= tries {
+			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, err)
+		}
+		t := time.NewTimer(s.backoff(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+	}
+}
+
+// transient reports whether err is worth retrying: the server is loading,
+// failing over or busy with a slow script, a cluster slot is moving, or the
+// connection failed or timed out. A done context is never transient (that is
+// the caller's deadline), nor is a closed client, nor a server error that
+// would answer the same again (OOM, WRONGTYPE, a script error).
+func transient(err error) bool {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, redis.ErrClosed):
+		return false
+	case redis.IsLoadingError(err), redis.IsTryAgainError(err), redis.IsClusterDownError(err),
+		redis.IsMasterDownError(err), redis.IsReadOnlyError(err), redis.IsMaxClientsError(err),
+		redis.IsNoReplicasError(err), redis.HasErrorPrefix(err, "BUSY "):
+		return true
+	}
+	var redisErr redis.Error
+	if errors.As(err, &redisErr) {
+		return false
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// jitter is capped exponential backoff with full jitter, so that the
+// consumers of one server do not retry in lockstep.
+func jitter(n int) time.Duration {
+	d := retryCap
+	if n < 16 {
+		d = min(retryCap, retryBase<<n)
+	}
+	return rand.N(d) + time.Millisecond
+}

@@ -1,0 +1,144 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Store's requests are Lua scripts: a script runs atomically on the
+// server, so each decision and its write are one request, one round trip.
+// Every script touches exactly the one key it is given, KEYS[1], so that it
+// runs on Redis Cluster too. None reads the server's clock: times come from
+// the caller, in Unix milliseconds, and the server's clock only evicts keys
+// at their TTL.
+//
+// The record is a hash whose fields are named as dynamostore's attributes
+// (see codec.go and the package documentation).
+
+// acquireLua takes the record if it is absent, expired, FAILED, or
+// IN_PROGRESS with a lease that ran out, as idemtest's MemoryStore does, and
+// returns {1, the record written}; otherwise it writes nothing and returns
+// {0, the record in the way}, lease included, so that a duplicate, a
+// conflict and a retried acquire whose first request landed all cost one
+// round trip. attempts is incremented from whatever the record held, even an
+// expired one that TTL has not evicted yet, as DynamoDB's ADD does.
+//
+// ARGV: now, lease, leaseUntil, expiresAt ("" for none), fingerprint ("" for
+// none).
+const acquireLua = `
+local key, now = KEYS[1], tonumber(ARGV[1])
+local f = redis.call('HMGET', key, 'status', 'leaseUntil', 'expiresAt')
+local status, leaseUntil, expiresAt = f[1], tonumber(f[2]), tonumber(f[3])
+local takeable = not status
+	or (expiresAt ~= nil and expiresAt < now)
+	or status == 'FAILED'
+	or (status == 'IN_PROGRESS' and (leaseUntil == nil or leaseUntil < now))
+if not takeable then
+	return {0, redis.call('HGETALL', key)}
+end
+redis.call('HDEL', key, 'result', 'resultOmitted', 'lastError', 'fingerprint', 'expiresAt')
+redis.call('HSET', key, 'status', 'IN_PROGRESS', 'lease', ARGV[2], 'leaseUntil', ARGV[3], 'updatedAt', ARGV[1])
+redis.call('HINCRBY', key, 'attempts', 1)
+if ARGV[5] ~= '' then
+	redis.call('HSET', key, 'fingerprint', ARGV[5])
+end
+if ARGV[4] ~= '' then
+	redis.call('HSET', key, 'expiresAt', ARGV[4])
+end
+local rec = redis.call('HGETALL', key)
+-- Last: an expiry the server's clock already passed deletes the key at
+-- once, and the reply must still be the record written.
+if ARGV[4] ~= '' then
+	redis.call('PEXPIREAT', key, ARGV[4])
+else
+	redis.call('PERSIST', key)
+end
+return {1, rec}
+`
+
+// completeLua marks the record COMPLETED if the caller's lease still holds
+// it (fencing), and returns 1; otherwise, absent record included, it writes
+// nothing and returns 0. It keeps attempts and the lease, so that the same
+// completion sent again succeeds again.
+//
+// ARGV: lease, expiresAt ("" for none), updatedAt, result ("" for none),
+// resultOmitted ("1" or "").
+const completeLua = `
+local key = KEYS[1]
+if redis.call('HGET', key, 'lease') ~= ARGV[1] then
+	return 0
+end
+redis.call('HSET', key, 'status', 'COMPLETED', 'updatedAt', ARGV[3])
+redis.call('HDEL', key, 'lastError')
+if ARGV[4] ~= '' then
+	redis.call('HSET', key, 'result', ARGV[4])
+	redis.call('HDEL', key, 'resultOmitted')
+elseif ARGV[5] ~= '' then
+	redis.call('HSET', key, 'resultOmitted', '1')
+	redis.call('HDEL', key, 'result')
+else
+	redis.call('HDEL', key, 'result', 'resultOmitted')
+end
+if ARGV[2] ~= '' then
+	redis.call('HSET', key, 'expiresAt', ARGV[2])
+	redis.call('PEXPIREAT', key, ARGV[2])
+else
+	redis.call('HDEL', key, 'expiresAt')
+	redis.call('PERSIST', key)
+end
+return 1
+`
+
+// releaseLua marks the record FAILED, fenced like completeLua. The expiry
+// and the TTL stay as they are.
+//
+// ARGV: lease, updatedAt, lastError ("" for none).
+const releaseLua = `
+local key = KEYS[1]
+if redis.call('HGET', key, 'lease') ~= ARGV[1] then
+	return 0
+end
+redis.call('HSET', key, 'status', 'FAILED', 'updatedAt', ARGV[2])
+if ARGV[3] ~= '' then
+	redis.call('HSET', key, 'lastError', ARGV[3])
+else
+	redis.call('HDEL', key, 'lastError')
+end
+return 1
+`
+
+// getLua reads the record, expired or not. A script rather than HGETALL so
+// that the Store needs nothing of the client but Eval and EvalSha.
+const getLua = `return redis.call('HGETALL', KEYS[1])`
+
+// script is a Lua script and its SHA-1, under which the server caches it.
+type script struct{ src, sha string }
+
+func newScript(src string) script {
+	sum := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+var (
+	acquireScript  = newScript(acquireLua)
+	completeScript = newScript(completeLua)
+	releaseScript  = newScript(releaseLua)
+	getScript      = newScript(getLua)
+)
+
+// eval runs sc on key with EVALSHA, and with EVAL when the server does not
+// have it cached (NOSCRIPT: the first call on a server, or after a restart,
+// a failover or SCRIPT FLUSH), which caches it. So a script costs one round
+// trip, and two the first time on each server. It is what go-redis's
+// Script.Run does, with only the two methods of [Client].
+func (s *Store) eval(ctx context.Context, sc script, key string, args ...any) (any, error) {
+	keys := []string{key}
+	v, err := s.client.EvalSha(ctx, sc.sha, keys, args...).Result()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = s.client.Eval(ctx, sc.src, keys, args...).Result()
+	}
+	return v, err
+}

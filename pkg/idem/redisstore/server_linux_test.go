@@ -1,0 +1,10 @@
+package redisstore_test
+
+import "syscall"
+
+// sysProcAttr makes the kernel kill redis-server when the test binary dies
+// without running its cleanups (a crash, a SIGKILL, a timeout's panic), so
+// that no server outlives its test.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
