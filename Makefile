@@ -74,8 +74,15 @@ test: deps build unit synth-test ## everything CI runs: unit, infra, conformance
 	$(INTEGRATION_TESTS)
 
 .PHONY: bench
-bench: deps ## requests per message and ns/op against DynamoDB Local
+bench: deps ## pkg/idem vs Powertools (Python, TypeScript) on one DynamoDB Local, side by side (~10 min): .cache/bench/latest.md
+	@$(MAKE) --no-print-directory build/host/consumer
+	go run ./integration/bench/cmd/bench
+
+.PHONY: bench-quick
+bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat side-by-side run (~2 min)
 	go test -tags integration -run '^$$' -bench . -benchtime 300x ./integration/ | tee $(CACHE)/bench.txt
+	@$(MAKE) --no-print-directory build/host/consumer
+	go run ./integration/bench/cmd/bench -quick
 
 .PHONY: demo
 demo: deps build synth-test ## run producer -> queue -> consumers on local emulators and print the report
@@ -83,11 +90,13 @@ demo: deps build synth-test ## run producer -> queue -> consumers on local emula
 
 .PHONY: lint
 lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)
-	go vet ./...
+	go vet ./... $(LIBRARY)
 	go vet -tags integration ./integration/...
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
+	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
+		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
-		go run $(STATICCHECK) ./... && go run $(STATICCHECK) -tags integration ./integration/...; \
+		go run $(STATICCHECK) ./... $(LIBRARY) && go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
 	@command -v shellcheck >/dev/null 2>&1 || echo "lint: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
 	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7

@@ -4,22 +4,40 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
 )
 
-func TestProfilesAreValid(t *testing.T) {
-	for name, cfg := range map[string]Config{"default": DefaultConfig(), "test": TestConfig()} {
-		if err := cfg.Validate(); err != nil {
-			t.Errorf("%s: %v", name, err)
+func TestProfiles(t *testing.T) {
+	for name, want := range map[string]string{"": "SqsIdem", "default": "SqsIdem", "test": "SqsIdemTest", "localstack": "SqsIdemLocal", "hardened": "SqsIdem"} {
+		cfg, stackName, err := profile(name)
+		if err != nil || stackName != want {
+			t.Errorf("profile(%q) = stack %q, %v; want %q", name, stackName, err, want)
 		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("profile %q: %v", name, err)
+		}
+	}
+	if _, _, err := profile("prod"); err == nil || !strings.Contains(err.Error(), "default, test, localstack or hardened") {
+		t.Errorf("unknown profile: err = %v", err)
 	}
 	if got := TestConfig().VisibilityTimeout(); got != 12*time.Second {
 		t.Errorf("test profile visibility = %s, want 12s", got)
 	}
-	if got := DefaultConfig().VisibilityTimeout(); got != 180*time.Second {
-		t.Errorf("default profile visibility = %s, want 3m", got)
+	if l := LocalStackConfig(); l.VisibilityTimeout() != 24*time.Second || l.SafetyMargin != time.Second || l.MaxReceiveCount != TestConfig().MaxReceiveCount {
+		t.Errorf("localstack profile = %+v, want the test profile with a 4 s timeout and a 1 s margin", l)
+	}
+	h := HardenedConfig()
+	if !h.CustomerManagedKey || h.ReservedConcurrency < h.MaxConcurrency || h.ProducerReservedConcurrency <= 0 {
+		t.Errorf("hardened profile = %+v, want a customer-managed key and reserved concurrency for both functions", h)
+	}
+	if d := DefaultConfig(); d.CustomerManagedKey || d.ReservedConcurrency != 0 || d.ProducerReservedConcurrency != 0 {
+		t.Errorf("default profile must stay as it was (AWS-managed keys, no reserved concurrency): %+v", d)
 	}
 }
 
+// TestValidate: the app's own rules; the consumer's are tested in
+// exactlyonce, and must be reported through the app's Validate too.
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -27,40 +45,15 @@ func TestValidate(t *testing.T) {
 		wantErr string // "" means valid
 	}{
 		{"default", func(*Config) {}, ""},
-		{"45s timeout", func(c *Config) { c.FunctionTimeout = 45 * time.Second }, ""},
-		{"transactional", func(c *Config) { c.Mode = ModeTransactional }, ""},
-		{"zero timeout", func(c *Config) { c.FunctionTimeout = 0 }, "FunctionTimeout must be positive"},
-		{"fractional timeout", func(c *Config) { c.FunctionTimeout = 1500 * time.Millisecond }, "whole seconds"},
-		{"timeout over 15m", func(c *Config) { c.FunctionTimeout = 16 * time.Minute }, "at most 15m"},
-		{"timeout <= margin", func(c *Config) { c.FunctionTimeout = 3 * time.Second }, "must exceed SafetyMargin"},
-		{"no margin", func(c *Config) { c.SafetyMargin = 0 }, "SafetyMargin must be positive"},
-		{"concurrency 1", func(c *Config) { c.MaxConcurrency = 1 }, "MaxConcurrency must be in 2..1000"},
-		{"batch 0", func(c *Config) { c.BatchSize = 0 }, "BatchSize must be in 1..10"},
-		{"batch 11", func(c *Config) { c.BatchSize = 11 }, "BatchSize must be in 1..10"},
-		{"receive 0", func(c *Config) { c.MaxReceiveCount = 0 }, "MaxReceiveCount"},
-		{"memory", func(c *Config) { c.MemoryMB = 64 }, "MemoryMB"},
-		{"receipts expire early", func(c *Config) { c.ReceiptRetention = time.Hour }, "must outlive every redelivery"},
-		{"dlq retention", func(c *Config) { c.DLQRetention = 15 * 24 * time.Hour }, "DLQRetention"},
-		{"dlq retention equals queue", func(c *Config) { c.DLQRetention = c.QueueRetention }, "DLQRetention (96h0m0s) must exceed QueueRetention"},
-		{"dlq retention below queue", func(c *Config) { c.QueueRetention, c.DLQRetention = 14*24*time.Hour, 4*24*time.Hour }, "must exceed QueueRetention"},
-		{"dlq retention just above queue", func(c *Config) { c.DLQRetention = c.QueueRetention + time.Minute }, ""},
-		// 5 x 180s = 15m: the fifth receive cannot finish before expiry.
-		{"retries outlast retention", func(c *Config) { c.QueueRetention = 15 * time.Minute }, "expire before reaching the DLQ"},
-		{"retries fit retention", func(c *Config) { c.QueueRetention = 15*time.Minute + time.Second }, ""},
-		// 1000 x 6m = 100h >= 96h.
-		{"many retries outlast retention", func(c *Config) { c.MaxReceiveCount, c.FunctionTimeout = 1000, time.Minute }, "MaxReceiveCount x VisibilityTimeout (1000 x 6m0s)"},
-		{"mode", func(c *Config) { c.Mode = "at-least-once" }, "Mode must be"},
-		{"removal", func(c *Config) { c.RemovalPolicy = "" }, "RemovalPolicy"},
+		{"consumer rule", func(c *Config) { c.BatchSize = 11 }, "BatchSize must be in 1..10"},
 		{"effect url in lease mode", func(c *Config) { c.EffectURL = "https://x.example" }, ""},
 		{"effect url http with path", func(c *Config) { c.EffectURL = "http://localhost:8080/issue" }, ""},
 		{"effect url relative", func(c *Config) { c.EffectURL = "/issue" }, "is not an absolute http(s) URL"},
 		{"effect url no host", func(c *Config) { c.EffectURL = "https:///issue" }, "is not an absolute http(s) URL"},
 		{"effect url scheme", func(c *Config) { c.EffectURL = "ftp://x.example" }, "is not an absolute http(s) URL"},
-		{"effect url unparsable", func(c *Config) { c.EffectURL = "http://x.example/%zz" }, "is not an absolute http(s) URL"},
-		{"alarm topic", func(c *Config) { c.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms" }, ""},
-		{"alarm topic not an arn", func(c *Config) { c.AlarmTopicARN = "alarms" }, "AlarmTopicARN"},
-		{"alarm topic not sns", func(c *Config) { c.AlarmTopicARN = "arn:aws:sqs:eu-west-1:123456789012:alarms" }, "AlarmTopicARN"},
-		{"effect url in transactional mode", func(c *Config) { c.Mode, c.EffectURL = ModeTransactional, "https://x.example" }, "EffectURL must be empty"},
+		{"effect url in transactional mode", func(c *Config) { c.Mode, c.EffectURL = contract.ModeTransactional, "https://x.example" }, "EffectURL must be empty"},
+		{"producer reserved", func(c *Config) { c.ProducerReservedConcurrency = 3 }, ""},
+		{"producer reserved negative", func(c *Config) { c.ProducerReservedConcurrency = -1 }, "ProducerReservedConcurrency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,14 +67,5 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error = %v, want it to mention %q", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestValidateReportsAllErrors(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.BatchSize, cfg.MaxConcurrency = 0, 0
-	err := cfg.Validate()
-	if err == nil || !strings.Contains(err.Error(), "BatchSize") || !strings.Contains(err.Error(), "MaxConcurrency") {
-		t.Fatalf("want both errors, got %v", err)
 	}
 }

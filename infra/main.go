@@ -2,8 +2,10 @@
 //
 // Context (cdk.json or -c key=value):
 //
-//	profile          default | test           (DefaultConfig / TestConfig)
-//	stackName        default SqsIdem / SqsIdemTest
+//	profile          default | test | hardened  (DefaultConfig / TestConfig / HardenedConfig;
+//	                 hardened = default + one customer-managed KMS key for queues,
+//	                 tables, log groups and environments + reserved concurrency)
+//	stackName        default SqsIdem (default, hardened) / SqsIdemTest (test)
 //	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
 //	mode             lease | transactional
 //	effectUrl        sets EFFECT_URL on the consumer
@@ -41,16 +43,9 @@ func run() error {
 		return ""
 	}
 
-	var cfg Config
-	stackName := "SqsIdem"
-	switch p := ctx("profile"); p {
-	case "", "default":
-		cfg = DefaultConfig()
-	case "test":
-		cfg = TestConfig()
-		stackName = "SqsIdemTest"
-	default:
-		return fmt.Errorf("unknown profile %q (want default or test)", p)
+	cfg, stackName, err := profile(ctx("profile"))
+	if err != nil {
+		return err
 	}
 	if v := ctx("stackName"); v != "" {
 		stackName = v

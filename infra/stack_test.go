@@ -1,110 +1,24 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
+	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
 )
 
-// assetDir holds a dummy bootstrap: Code_FromAsset only needs the directory.
-var assetDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "infra-assets-")
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("dummy"), 0o755)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	assetDir = dir
-	code := m.Run() // one jsii runtime (node process) serves every test
-	if !raceEnabled {
-		// Under -race, skip it: Close races with jsii's own watcher goroutine
-		// (see race_test.go); the node process exits when our stdin closes.
-		jsii.Close()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// check runs a CDK assertion, which panics on failure, as a test failure.
-func check(t *testing.T, what string, assert func()) {
-	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("%s: %v", what, r)
-		}
-	}()
-	assert()
-}
+func TestMain(m *testing.M) { cdktest.Main(m) }
 
 func newTestStack(cfg Config) awscdk.Stack {
-	return NewStack(awscdk.NewApp(nil), "Test", &StackProps{Config: cfg, ConsumerCode: assetDir, ProducerCode: assetDir})
+	return NewStack(awscdk.NewApp(nil), "Test", &StackProps{Config: cfg, ConsumerCode: cdktest.AssetDir(), ProducerCode: cdktest.AssetDir()})
 }
-
-type cfnTemplate struct {
-	Resources map[string]struct {
-		Type       string
-		Properties map[string]any
-		Metadata   map[string]any
-	}
-	Outputs map[string]any
-}
-
-func synth(t *testing.T, stack awscdk.Stack) (assertions.Template, cfnTemplate) {
-	t.Helper()
-	tpl := assertions.Template_FromStack(stack, nil)
-	raw, err := json.Marshal(tpl.ToJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parsed cfnTemplate
-	if err := json.Unmarshal(raw, &parsed); err != nil {
-		t.Fatal(err)
-	}
-	return tpl, parsed
-}
-
-// byType returns the properties of every resource of a type, keyed by logical id.
-func (c cfnTemplate) byType(typ string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for id, r := range c.Resources {
-		if r.Type == typ {
-			out[id] = r.Properties
-		}
-	}
-	return out
-}
-
-// one returns the single resource of a type whose logical id has the prefix.
-func (c cfnTemplate) one(t *testing.T, typ, prefix string) map[string]any {
-	t.Helper()
-	var found []map[string]any
-	for id, p := range c.byType(typ) {
-		if strings.HasPrefix(id, prefix) {
-			found = append(found, p)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("want exactly one %s with logical id prefix %q, got %d", typ, prefix, len(found))
-	}
-	return found[0]
-}
-
-func num(v any) float64 { f, _ := v.(float64); return f }
 
 func profiles() map[string]Config {
 	custom := DefaultConfig()
@@ -112,120 +26,80 @@ func profiles() map[string]Config {
 	custom.MaxReceiveCount = 7
 	custom.MaxConcurrency = 2
 	custom.BatchSize = 4
-	custom.Mode = ModeTransactional
-	return map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "custom45s": custom}
+	custom.Mode = contract.ModeTransactional
+	return map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "hardened": HardenedConfig(), "custom45s": custom}
 }
 
-// TestStackFollowsConfig: every expectation is computed from the config, so
-// it keeps holding when the profiles change.
-func TestStackFollowsConfig(t *testing.T) {
+// TestLogicalIDsKept: the resources of a stack deployed before the consumer
+// became a construct keep their logical ids, so an update changes them in
+// place (replacing the retained receipt table would forget every receipt).
+// These ids do not depend on the stack name.
+func TestLogicalIDsKept(t *testing.T) {
+	tpl := cdktest.Synth(t, newTestStack(DefaultConfig()))
+	for _, id := range []string{
+		"Queue4A7E3555", "DeadLetterQueue9F481546", "IdempotencyTable22A5A209", "LedgerTable38A58B60",
+		"Consumer8D6BE417", "ProducerD8AA94EB", "RoleConsumerEE6CF284", "RoleProducer23335CCC",
+		"LogGroupConsumerE2042FED", "LogGroupProducer4030BF39",
+		"AlarmDeadLetterQueueNotEmpty6F59908C", "AlarmQueueBacklogAge1787B9D5", "AlarmConsumerErrors4BDAA235",
+	} {
+		if _, ok := tpl.Resources[id]; !ok {
+			t.Errorf("logical id %s is gone: a deployed stack would replace that resource", id)
+		}
+	}
+}
+
+// TestApp: the app around the construct (ledger table, producer, outputs)
+// in every profile; the construct's own resources are tested in exactlyonce.
+func TestApp(t *testing.T) {
 	for name, cfg := range profiles() {
 		t.Run(name, func(t *testing.T) {
-			tpl, c := synth(t, newTestStack(cfg))
-			T := cfg.FunctionTimeout.Seconds()
-
-			// Queue: visibility 6T and >= 6x what the template gives the consumer.
-			q := c.one(t, "AWS::SQS::Queue", "Queue")
-			consumer := c.one(t, "AWS::Lambda::Function", "Consumer")
-			if got := num(q["VisibilityTimeout"]); got != 6*T || got < 6*num(consumer["Timeout"]) {
-				t.Errorf("VisibilityTimeout = %v, want 6*T = %v and >= 6*consumer Timeout (%v)", got, 6*T, consumer["Timeout"])
+			tpl := cdktest.Synth(t, newTestStack(cfg))
+			// The integration suite finds resources by these prefixes.
+			for typ, prefixes := range map[string][]string{
+				"AWS::SQS::Queue":       {"Queue", "DeadLetterQueue"},
+				"AWS::DynamoDB::Table":  {"IdempotencyTable", "LedgerTable"},
+				"AWS::Lambda::Function": {"Consumer", "Producer"},
+			} {
+				for _, p := range prefixes {
+					tpl.One(t, typ, p)
+				}
 			}
-			if got := num(consumer["Timeout"]); got != T {
-				t.Errorf("consumer Timeout = %v, want %v", got, T)
-			}
-			check(t, "queue", func() {
-				tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-					"VisibilityTimeout":    cfg.VisibilityTimeout().Seconds(),
-					"SqsManagedSseEnabled": true,
-					"RedrivePolicy":        map[string]any{"maxReceiveCount": cfg.MaxReceiveCount},
-				})
-			})
-			dlq := c.one(t, "AWS::SQS::Queue", "DeadLetterQueue")
-			if dlq["SqsManagedSseEnabled"] != true || num(dlq["MessageRetentionPeriod"]) != cfg.DLQRetention.Seconds() {
-				t.Errorf("DLQ = %v, want SQS-managed SSE and retention %v", dlq, cfg.DLQRetention)
-			}
-			check(t, "TLS-only queue policies", func() {
-				tpl.ResourcePropertiesCountIs(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
-					"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
-						"Effect":    "Deny",
-						"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
-					})})},
-				}, jsii.Number(2))
-			})
-
-			check(t, "event source mapping", func() {
-				tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
-				tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
-					"BatchSize":             cfg.BatchSize,
-					"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
-					"ScalingConfig":         map[string]any{"MaximumConcurrency": cfg.MaxConcurrency},
-				})
-			})
-
-			check(t, "idempotency table", func() {
-				tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
-					"KeySchema":                        []any{map[string]any{"AttributeName": dynamostore.DefaultSchema.PartitionKey, "KeyType": "HASH"}},
-					"AttributeDefinitions":             []any{map[string]any{"AttributeName": dynamostore.DefaultSchema.PartitionKey, "AttributeType": "S"}},
-					"TimeToLiveSpecification":          map[string]any{"AttributeName": dynamostore.DefaultSchema.TTL, "Enabled": true},
-					"BillingMode":                      "PAY_PER_REQUEST",
-					"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
-				})
-			})
-			check(t, "ledger table", func() {
+			cdktest.Check(t, "ledger table", func() {
 				tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 					"KeySchema":                        []any{map[string]any{"AttributeName": "orderId", "KeyType": "HASH"}},
 					"BillingMode":                      "PAY_PER_REQUEST",
 					"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
 				})
 			})
-			check(t, "removal policy", func() {
-				policy := map[awscdk.RemovalPolicy]string{awscdk.RemovalPolicy_RETAIN: "Retain", awscdk.RemovalPolicy_DESTROY: "Delete"}[cfg.RemovalPolicy]
-				for _, typ := range []string{"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup"} {
-					tpl.AllResources(jsii.String(typ), map[string]any{"DeletionPolicy": policy, "UpdateReplacePolicy": policy})
-				}
-			})
-
-			check(t, "functions", func() {
-				tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-					"Runtime":       "provided.al2023",
-					"Architectures": []any{"arm64"},
-					"Handler":       "bootstrap",
-					"Timeout":       T,
-					"MemorySize":    cfg.MemoryMB,
-					"TracingConfig": map[string]any{"Mode": "Active"},
-					"LoggingConfig": map[string]any{"LogGroup": assertions.Match_AnyValue()},
-				})
+			cdktest.Check(t, "functions", func() {
 				tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(2))
+				tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+					"Runtime": "provided.al2023", "Architectures": []any{"arm64"}, "Timeout": cfg.FunctionTimeout.Seconds(),
+					"MemorySize": cfg.MemoryMB, "TracingConfig": map[string]any{"Mode": "Active"},
+				})
 			})
+			consumer := tpl.One(t, "AWS::Lambda::Function", "Consumer")
 			wantEnv(t, consumer, map[string]string{
-				EnvIdemTable: "", EnvLedgerTable: "", EnvNamespace: ConsumerNamespace, EnvMode: cfg.Mode,
-				EnvRetention: cfg.ReceiptRetention.String(), EnvSafetyMargin: cfg.SafetyMargin.String(),
-				EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), EnvLogLevel: "INFO",
+				contract.EnvIdemTable: "", contract.EnvLedgerTable: "", contract.EnvNamespace: contract.ConsumerNamespace, contract.EnvMode: cfg.Mode,
+				contract.EnvRetention: cfg.ReceiptRetention.String(), contract.EnvSafetyMargin: cfg.SafetyMargin.String(),
+				contract.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), contract.EnvLogLevel: "INFO",
 			})
-			wantEnv(t, c.one(t, "AWS::Lambda::Function", "Producer"), map[string]string{
-				EnvQueueURL: "", EnvIdemTable: "", EnvNamespace: ProducerNamespace,
-				EnvRetention: cfg.ReceiptRetention.String(), EnvSafetyMargin: cfg.SafetyMargin.String(), EnvLogLevel: "INFO",
+			producer := tpl.One(t, "AWS::Lambda::Function", "Producer")
+			wantEnv(t, producer, map[string]string{
+				contract.EnvQueueURL: "", contract.EnvIdemTable: "", contract.EnvNamespace: contract.ProducerNamespace,
+				contract.EnvRetention: cfg.ReceiptRetention.String(), contract.EnvSafetyMargin: cfg.SafetyMargin.String(), contract.EnvLogLevel: "INFO",
 			})
-
-			for id, a := range c.byType("AWS::CloudWatch::Alarm") {
-				if _, ok := a["AlarmActions"]; ok {
-					t.Errorf("alarm %s has AlarmActions without AlarmTopicARN: %v", id, a["AlarmActions"])
+			if got := cdktest.JSON(cdktest.Env(producer)[contract.EnvIdemTable]); got != cdktest.JSON(cdktest.Env(consumer)[contract.EnvIdemTable]) {
+				t.Errorf("producer and consumer must share the receipt table: %s", got)
+			}
+			for _, o := range []string{"QueueUrl", "DeadLetterQueueUrl", "IdempotencyTableName", "LedgerTableName", "ProducerFunctionName", "ConsumerFunctionName"} {
+				if _, ok := tpl.Outputs[o]; !ok {
+					t.Errorf("missing output %s", o)
 				}
 			}
-			check(t, "alarms", func() {
-				tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(3))
-				tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-					"MetricName": "ApproximateAgeOfOldestMessage",
-					"Threshold":  cfg.BacklogAgeThreshold().Seconds(),
-				})
-				for _, m := range []string{"ApproximateNumberOfMessagesVisible", "Errors"} {
-					tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"MetricName": m, "Threshold": 0})
-				}
-			})
-
-			for _, o := range []string{"QueueUrl", "DeadLetterQueueUrl", "IdempotencyTableName", "LedgerTableName", "ProducerFunctionName", "ConsumerFunctionName"} {
-				if _, ok := c.Outputs[o]; !ok {
-					t.Errorf("missing output %s", o)
+			for _, d := range tpl.ByType("AWS::CloudWatch::Dashboard") {
+				if body := cdktest.JSON(d["DashboardBody"]); !strings.Contains(body, `Producer: errors and throttles`) {
+					t.Error("the dashboard has no producer row")
 				}
 			}
 		})
@@ -235,7 +109,7 @@ func TestStackFollowsConfig(t *testing.T) {
 // wantEnv: exactly these variables; "" means any value (a token).
 func wantEnv(t *testing.T, fn map[string]any, want map[string]string) {
 	t.Helper()
-	vars, _ := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+	vars := cdktest.Env(fn)
 	var got, exp []string
 	for k := range vars {
 		got = append(got, k)
@@ -253,51 +127,57 @@ func wantEnv(t *testing.T, fn map[string]any, want map[string]string) {
 	}
 }
 
+// TestHardened: one customer-managed key encrypts everything that stores
+// data, in the construct and around it, and both functions reserve
+// concurrency; the default profile has neither (TestApp, exactlyonce).
+func TestHardened(t *testing.T) {
+	cfg := HardenedConfig()
+	tpl := cdktest.Synth(t, newTestStack(cfg))
+	keys := tpl.ByType("AWS::KMS::Key")
+	if len(keys) != 1 {
+		t.Fatalf("want one KMS key, got %d", len(keys))
+	}
+	var keyArn map[string]any
+	for id, k := range keys {
+		keyArn = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+		if k["EnableKeyRotation"] != true {
+			t.Error("key rotation must be on")
+		}
+	}
+	cdktest.Check(t, "encryption", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"KmsMasterKeyId": keyArn})
+		tpl.AllResourcesProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{"SSESpecification": map[string]any{"KMSMasterKeyId": keyArn, "SSEEnabled": true, "SSEType": "KMS"}})
+		tpl.AllResourcesProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"KmsKeyId": keyArn})
+		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{"KmsKeyArn": keyArn})
+	})
+	if got := cdktest.Num(tpl.One(t, "AWS::Lambda::Function", "Consumer")["ReservedConcurrentExecutions"]); got != float64(cfg.ReservedConcurrency) {
+		t.Errorf("consumer reserved concurrency = %v, want %d", got, cfg.ReservedConcurrency)
+	}
+	if got := cdktest.Num(tpl.One(t, "AWS::Lambda::Function", "Producer")["ReservedConcurrentExecutions"]); got != float64(cfg.ProducerReservedConcurrency) {
+		t.Errorf("producer reserved concurrency = %v, want %d", got, cfg.ProducerReservedConcurrency)
+	}
+}
+
 func TestEffectURLOnlyWhenConfigured(t *testing.T) {
 	cfg := TestConfig()
 	cfg.EffectURL = "https://effect.example/issue"
-	_, c := synth(t, newTestStack(cfg))
-	vars := c.one(t, "AWS::Lambda::Function", "Consumer")["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if vars[EnvEffectURL] != cfg.EffectURL {
-		t.Errorf("EFFECT_URL = %v, want %s", vars[EnvEffectURL], cfg.EffectURL)
-	}
-}
-
-// TestNamespacesDiffer: the functions share the receipt table and the orderId
-// key, so one namespace would turn every consumer delivery into a duplicate
-// of the producer's receipt.
-func TestNamespacesDiffer(t *testing.T) {
-	if ConsumerNamespace == "" || ProducerNamespace == "" || ConsumerNamespace == ProducerNamespace {
-		t.Fatalf("namespaces consumer=%q producer=%q must be non-empty and differ", ConsumerNamespace, ProducerNamespace)
-	}
-}
-
-// TestAlarmTopic: with AlarmTopicARN every alarm notifies exactly that topic;
-// the topic is imported, so no SNS resource is created.
-func TestAlarmTopic(t *testing.T) {
-	cfg := TestConfig()
-	cfg.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
-	_, c := synth(t, newTestStack(cfg))
-	alarms := c.byType("AWS::CloudWatch::Alarm")
-	if len(alarms) != 3 {
-		t.Fatalf("want 3 alarms, got %d", len(alarms))
-	}
-	for id, a := range alarms {
-		if got := toStrings(a["AlarmActions"]); len(got) != 1 || got[0] != cfg.AlarmTopicARN {
-			t.Errorf("alarm %s: AlarmActions = %v, want [%s]", id, a["AlarmActions"], cfg.AlarmTopicARN)
-		}
-	}
-	for id, r := range c.Resources {
-		if strings.HasPrefix(r.Type, "AWS::SNS::") {
-			t.Errorf("unexpected SNS resource %s (%s): the topic must be imported", id, r.Type)
-		}
+	tpl := cdktest.Synth(t, newTestStack(cfg))
+	if got := cdktest.Env(tpl.One(t, "AWS::Lambda::Function", "Consumer"))[contract.EnvEffectURL]; got != cfg.EffectURL {
+		t.Errorf("EFFECT_URL = %v, want %s", got, cfg.EffectURL)
 	}
 }
 
 // TestLeastPrivilege walks every IAM policy and role in the template.
 func TestLeastPrivilege(t *testing.T) {
-	_, c := synth(t, newTestStack(DefaultConfig()))
-	forbidden := map[string]bool{"*": true, "dynamodb:*": true, "sqs:*": true}
+	for _, name := range []string{"default", "hardened"} {
+		t.Run(name, func(t *testing.T) {
+			leastPrivilege(t, cdktest.Synth(t, newTestStack(profiles()[name])))
+		})
+	}
+}
+
+func leastPrivilege(t *testing.T, tpl cdktest.Template) {
+	forbidden := map[string]bool{"*": true, "dynamodb:*": true, "sqs:*": true, "kms:*": true}
 	var statements []map[string]any
 	collect := func(doc any) {
 		d, _ := doc.(map[string]any)
@@ -306,20 +186,16 @@ func TestLeastPrivilege(t *testing.T) {
 			statements = append(statements, s.(map[string]any))
 		}
 	}
-	for id, p := range c.byType("AWS::IAM::Policy") {
+	for id, p := range tpl.ByType("AWS::IAM::Policy") {
 		if p["PolicyDocument"] == nil {
 			t.Errorf("%s: no PolicyDocument", id)
 		}
 		collect(p["PolicyDocument"])
 	}
-	for id, p := range c.byType("AWS::IAM::Role") {
+	for id, p := range tpl.ByType("AWS::IAM::Role") {
 		if arns, ok := p["ManagedPolicyArns"]; ok {
-			raw, _ := json.Marshal(arns)
-			if strings.Contains(string(raw), "FullAccess") {
-				t.Errorf("%s: FullAccess managed policy: %s", id, raw)
-			}
 			// The design uses none at all; logs go to the function's own group.
-			t.Errorf("%s: unexpected managed policies %s", id, raw)
+			t.Errorf("%s: unexpected managed policies %s", id, cdktest.JSON(arns))
 		}
 		policies, _ := p["Policies"].([]any)
 		for _, pol := range policies {
@@ -338,7 +214,7 @@ func TestLeastPrivilege(t *testing.T) {
 	grants := map[string]int{}
 	for _, s := range statements {
 		var dyn []string
-		for _, a := range toStrings(s["Action"]) {
+		for _, a := range cdktest.Strings(s["Action"]) {
 			if strings.HasPrefix(a, "dynamodb:") {
 				dyn = append(dyn, a)
 			}
@@ -347,10 +223,10 @@ func TestLeastPrivilege(t *testing.T) {
 			continue
 		}
 		sort.Strings(dyn)
-		raw, _ := json.Marshal(s["Resource"])
+		raw := cdktest.JSON(s["Resource"])
 		matched := false
 		for table, want := range wantDynamo {
-			if strings.Contains(string(raw), table) {
+			if strings.Contains(raw, table) {
 				matched = true
 				grants[table]++
 				if got := strings.Join(dyn, ","); got != want {
@@ -367,10 +243,14 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("dynamodb grant statements per table = %v, want IdempotencyTable:2 LedgerTable:1", grants)
 	}
 	for _, s := range statements {
-		actions := toStrings(s["Action"])
+		actions := cdktest.Strings(s["Action"])
 		for _, a := range actions {
 			if forbidden[a] {
 				t.Errorf("statement %v has forbidden action %q", s, a)
+			}
+			// KMS actions only ever on the one key.
+			if strings.HasPrefix(a, "kms:") && !strings.Contains(cdktest.JSON(s["Resource"]), `"Fn::GetAtt":["Key`) {
+				t.Errorf("KMS action %s on %s, want the stack's key", a, cdktest.JSON(s["Resource"]))
 			}
 		}
 		// The only resource wildcard allowed is X-Ray's (no resource-level permissions).
@@ -384,16 +264,14 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
-func toStrings(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, x := range v {
-			out = append(out, fmt.Sprint(x))
-		}
-		return out
-	}
-	return nil
+// TestAlarmTopic: the app passes AlarmTopicARN to the consumer's alarms.
+func TestAlarmTopic(t *testing.T) {
+	cfg := TestConfig()
+	cfg.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
+	tpl := cdktest.Synth(t, newTestStack(cfg))
+	cdktest.Check(t, "alarm actions", func() {
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(6))
+		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": []any{cfg.AlarmTopicARN}})
+		tpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0))
+	})
 }

@@ -27,7 +27,8 @@ type Line struct {
 	Msg       string `json:"msg"`
 }
 
-func newRecords() *Records {
+// NewRecords returns an empty Records; write the consumers' log to it.
+func NewRecords() *Records {
 	return &Records{byMsg: map[string][]Line{}, byOut: map[string]int{}}
 }
 
@@ -63,6 +64,17 @@ func (r *Records) parse(line []byte) {
 	case "batch done":
 		r.batches++
 	}
+}
+
+// All returns every record line logged so far, grouped by message.
+func (r *Records) All() []Line {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all []Line
+	for _, lines := range r.byMsg {
+		all = append(all, lines...)
+	}
+	return all
 }
 
 // Of returns what was logged for a message, in order.

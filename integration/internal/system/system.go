@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &System{DDB: ddb, SQS: sqsc, Records: newRecords()}
+	s := &System{DDB: ddb, SQS: sqsc, Records: NewRecords()}
 	defer func() {
 		if err != nil {
 			_ = s.Close(context.WithoutCancel(ctx))

@@ -1,0 +1,233 @@
+package exactlyonce
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
+)
+
+// visibilityMultiplier is the AWS guidance for SQS event sources: the queue's
+// visibility timeout should be at least six times the function timeout, so a
+// message is not redelivered while a (retried, throttled) invocation still
+// holds it.
+const visibilityMultiplier = 6
+
+// Config is the single source of truth for a consumer. Everything that must
+// agree between resources (queue visibility vs. function timeout, receipt TTL
+// vs. what the library is told) is derived from these fields, never stored
+// twice. A zero field takes its value from DefaultConfig.
+type Config struct {
+	// FunctionTimeout is the Lambda timeout T. Whole seconds.
+	FunctionTimeout time.Duration
+	// MaxReceiveCount is how often SQS delivers a message before moving it to
+	// the dead-letter queue.
+	MaxReceiveCount int
+	// QueueRetention is how long the queue keeps a message.
+	QueueRetention time.Duration
+	// ReceiptRetention is how long a receipt lives (DynamoDB TTL). It must
+	// outlive every possible redelivery, hence >= QueueRetention.
+	//
+	// It is deliberately not tied to DLQRetention: redriving the DLQ back to
+	// the queue is only safe within ReceiptRetention of a message's first
+	// delivery. After that its receipt is gone (TTL), so a redriven message
+	// whose effect was already applied would be applied again.
+	ReceiptRetention time.Duration
+	// DLQRetention is how long failed messages wait for an operator. It must
+	// exceed QueueRetention: on a standard queue a dead-lettered message
+	// keeps its original enqueue timestamp, so the DLQ's retention counts
+	// from the first enqueue, not from the move to the DLQ.
+	DLQRetention time.Duration
+	// BatchSize is the SQS batch size of the event source mapping (1..10);
+	// the consumer processes a batch with this much concurrency.
+	BatchSize int
+	// MaxConcurrency caps concurrent consumer invocations (ESM scaling config).
+	MaxConcurrency int
+	// ReservedConcurrency reserves (and caps) the consumer's concurrency; 0
+	// reserves none. It must be >= MaxConcurrency: below it Lambda throttles
+	// the mapping's invocations, and a throttled batch goes back to the queue
+	// with its receive count raised, so healthy messages reach the DLQ.
+	ReservedConcurrency int
+	// MemoryMB is the consumer's memory.
+	MemoryMB int
+	// SafetyMargin is subtracted from the invocation deadline when the
+	// library sizes its lease, so a lease never outlives the invocation.
+	SafetyMargin time.Duration
+	// Mode is contract.ModeLease or contract.ModeTransactional.
+	Mode string
+	// Namespace is the consumer's idem namespace (IDEM_NAMESPACE, metrics
+	// dimension). Another function sharing the receipt table needs its own.
+	Namespace string
+	// AlarmTopicARN is an optional existing SNS topic every alarm notifies;
+	// empty means the alarms have no actions.
+	AlarmTopicARN string
+	// RemovalPolicy applies to the tables, queues and log group.
+	RemovalPolicy awscdk.RemovalPolicy
+	// LogRetention of the consumer's log group.
+	LogRetention awslogs.RetentionDays
+}
+
+// DefaultConfig is the production profile, and the value of every field a
+// Config leaves zero (except ReservedConcurrency and AlarmTopicARN, whose
+// zero means none).
+func DefaultConfig() Config {
+	return Config{
+		FunctionTimeout:  30 * time.Second,
+		MaxReceiveCount:  5,
+		QueueRetention:   4 * 24 * time.Hour, // SQS default, made explicit
+		ReceiptRetention: 7 * 24 * time.Hour,
+		DLQRetention:     14 * 24 * time.Hour, // SQS maximum
+		BatchSize:        10,
+		MaxConcurrency:   5,
+		MemoryMB:         256,
+		SafetyMargin:     3 * time.Second,
+		Mode:             contract.DefaultMode,
+		Namespace:        contract.ConsumerNamespace,
+		RemovalPolicy:    awscdk.RemovalPolicy_RETAIN,
+		LogRetention:     awslogs.RetentionDays_ONE_MONTH,
+	}
+}
+
+// WithDefaults returns c with every zero field set from DefaultConfig.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.FunctionTimeout, d.FunctionTimeout)
+	orDefault(&c.MaxReceiveCount, d.MaxReceiveCount)
+	orDefault(&c.QueueRetention, d.QueueRetention)
+	orDefault(&c.ReceiptRetention, d.ReceiptRetention)
+	orDefault(&c.DLQRetention, d.DLQRetention)
+	orDefault(&c.BatchSize, d.BatchSize)
+	orDefault(&c.MaxConcurrency, d.MaxConcurrency)
+	orDefault(&c.MemoryMB, d.MemoryMB)
+	orDefault(&c.SafetyMargin, d.SafetyMargin)
+	orDefault(&c.Mode, d.Mode)
+	orDefault(&c.Namespace, d.Namespace)
+	orDefault(&c.RemovalPolicy, d.RemovalPolicy)
+	orDefault(&c.LogRetention, d.LogRetention)
+	return c
+}
+
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// VisibilityTimeout of the queue: 6 x FunctionTimeout.
+func (c Config) VisibilityTimeout() time.Duration {
+	return visibilityMultiplier * c.FunctionTimeout
+}
+
+// BacklogAgeThreshold is the ApproximateAgeOfOldestMessage alarm threshold.
+// A message can legitimately be as old as MaxReceiveCount full visibility
+// timeouts (each failed attempt hides it for one) before it is dead-lettered;
+// one more timeout on top of that cannot be explained by retries, only by a
+// consumer that is not keeping up.
+func (c Config) BacklogAgeThreshold() time.Duration {
+	return time.Duration(c.MaxReceiveCount+1) * c.VisibilityTimeout()
+}
+
+// Validate reports every violated constraint at once. It checks c as it is;
+// NewConsumer validates c.WithDefaults().
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	t := c.FunctionTimeout
+	switch {
+	case t <= 0:
+		bad("FunctionTimeout must be positive, got %s", t)
+	case t%time.Second != 0:
+		// CloudFormation takes whole seconds for both Lambda and SQS.
+		bad("FunctionTimeout must be whole seconds, got %s", t)
+	case t > 15*time.Minute:
+		bad("FunctionTimeout must be at most 15m (Lambda limit), got %s", t)
+	}
+	if c.SafetyMargin <= 0 {
+		bad("SafetyMargin must be positive, got %s", c.SafetyMargin)
+	}
+	if t > 0 && t <= c.SafetyMargin {
+		bad("FunctionTimeout (%s) must exceed SafetyMargin (%s), or no lease time is left", t, c.SafetyMargin)
+	}
+	if c.MaxReceiveCount < 1 || c.MaxReceiveCount > 1000 {
+		bad("MaxReceiveCount must be in 1..1000, got %d", c.MaxReceiveCount)
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10 {
+		// Above 10 SQS requires a batching window; not worth it here.
+		bad("BatchSize must be in 1..10, got %d", c.BatchSize)
+	}
+	if c.MaxConcurrency < 2 || c.MaxConcurrency > 1000 {
+		bad("MaxConcurrency must be in 2..1000 (AWS minimum is 2), got %d", c.MaxConcurrency)
+	}
+	if c.ReservedConcurrency < 0 || (c.ReservedConcurrency > 0 && c.ReservedConcurrency < c.MaxConcurrency) {
+		bad("ReservedConcurrency (%d) must be 0 (none) or >= MaxConcurrency (%d): throttled batches return to the queue and count towards MaxReceiveCount",
+			c.ReservedConcurrency, c.MaxConcurrency)
+	}
+	if c.MemoryMB < 128 || c.MemoryMB > 10240 {
+		bad("MemoryMB must be in 128..10240, got %d", c.MemoryMB)
+	}
+	if c.QueueRetention < time.Minute || c.QueueRetention > 14*24*time.Hour {
+		bad("QueueRetention must be in 1m..14d, got %s", c.QueueRetention)
+	}
+	if c.DLQRetention < time.Minute || c.DLQRetention > 14*24*time.Hour {
+		bad("DLQRetention must be in 1m..14d, got %s", c.DLQRetention)
+	}
+	if c.DLQRetention <= c.QueueRetention {
+		// A dead-lettered message keeps its original enqueue timestamp
+		// (standard queues), so a DLQ that retains no longer than the source
+		// queue can drop it on arrival.
+		bad("DLQRetention (%s) must exceed QueueRetention (%s): a dead-lettered message keeps its original enqueue timestamp", c.DLQRetention, c.QueueRetention)
+	}
+	if c.MaxReceiveCount >= 1 && c.FunctionTimeout > 0 &&
+		time.Duration(c.MaxReceiveCount)*c.VisibilityTimeout() >= c.QueueRetention {
+		bad("MaxReceiveCount x VisibilityTimeout (%d x %s) must be less than QueueRetention (%s), or messages expire before reaching the DLQ",
+			c.MaxReceiveCount, c.VisibilityTimeout(), c.QueueRetention)
+	}
+	if c.ReceiptRetention < c.QueueRetention {
+		bad("ReceiptRetention (%s) must be >= QueueRetention (%s): a receipt must outlive every redelivery", c.ReceiptRetention, c.QueueRetention)
+	}
+	if !contract.ValidMode(c.Mode) {
+		bad("Mode must be %q or %q, got %q", contract.ModeLease, contract.ModeTransactional, c.Mode)
+	}
+	if c.Namespace == "" || strings.Contains(c.Namespace, "#") {
+		// Receipts are keyed namespace#hash(key).
+		bad("Namespace must be non-empty and without '#', got %q", c.Namespace)
+	}
+	if c.AlarmTopicARN != "" && !isToken(c.AlarmTopicARN) && !isSNSTopicARN(c.AlarmTopicARN) {
+		bad("AlarmTopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", c.AlarmTopicARN)
+	}
+	if c.RemovalPolicy == "" {
+		bad("RemovalPolicy must be set")
+	}
+	if c.LogRetention == "" {
+		bad("LogRetention must be set")
+	}
+	return errors.Join(errs...)
+}
+
+// isToken: a value only known at deploy time (e.g. *topic.TopicArn()) cannot
+// be checked at synth time.
+func isToken(v string) bool {
+	return *awscdk.Token_IsUnresolved(jsii.String(v))
+}
+
+// isSNSTopicARN checks the shape arn:<partition>:sns:<region>:<account>:<name>.
+func isSNSTopicARN(v string) bool {
+	p := strings.Split(v, ":")
+	if len(p) != 6 || p[0] != "arn" || p[2] != "sns" {
+		return false
+	}
+	for _, part := range p {
+		if part == "" {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,257 @@
+package exactlyonce
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
+)
+
+// ConsumerProps configures NewConsumer. Only Code is required.
+type ConsumerProps struct {
+	// Config tunes the consumer; a zero field takes DefaultConfig's value.
+	Config
+	// Code is the consumer's bootstrap, a Go binary for provided.al2023 on
+	// arm64 that reads the environment named in functions/contract, e.g.
+	// awslambda.Code_FromAsset(jsii.String("build/consumer"), nil).
+	Code awslambda.Code
+	// Environment adds the effect's own variables (its tables, endpoints);
+	// values may be tokens, e.g. table.TableName(). It may not set those
+	// NewConsumer derives from Config and the receipt table (IDEM_TABLE,
+	// IDEM_NAMESPACE, IDEM_MODE, IDEM_RETENTION, IDEM_SAFETY_MARGIN,
+	// BATCH_CONCURRENCY); LOG_LEVEL defaults to INFO and may be set.
+	Environment map[string]*string
+	// Key, if set, encrypts the queues, the receipt table, the log group and
+	// the function's environment with this customer-managed key (see
+	// NewKey) instead of AWS-managed keys; the consumer's role may use it.
+	Key awskms.IKey
+}
+
+// Consumer is an exactly-once SQS consumer: a queue with a dead-letter
+// queue, a receipt table, the consumer function and its event source
+// mapping, alarms and a dashboard. The effect's own resources are the
+// caller's: grant them to Function (e.g. table.Grant(c.Function, ...)) and
+// name them in ConsumerProps.Environment.
+type Consumer struct {
+	constructs.Construct
+	// Config is the configuration in force: the props' Config with the
+	// defaults applied.
+	Config          Config
+	Queue           awssqs.Queue
+	DeadLetterQueue awssqs.Queue
+	// Receipts is the idempotency table (dynamostore.DefaultSchema).
+	Receipts  awsdynamodb.Table
+	Function  awslambda.Function
+	Alarms    []awscloudwatch.Alarm
+	Dashboard awscloudwatch.Dashboard
+
+	key awskms.IKey
+}
+
+// receiptActions: the idem library (pkg/idem/dynamostore) calls only GetItem
+// and UpdateItem, and commits transactions whose receipt item is an Update
+// (TransactWriteItems is authorized per item action; there is no
+// dynamodb:TransactWriteItems IAM action). No PutItem, DeleteItem, Scan,
+// Query or Batch*.
+var receiptActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
+
+// sendActions are those of awssqs.Queue.GrantSendMessages, which would also
+// grant wildcard KMS actions on an SSE-KMS queue.
+var sendActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+
+// NewConsumer builds the consumer. Like CDK constructors on invalid props,
+// it panics on an invalid configuration, listing every problem.
+func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *Consumer {
+	cfg := props.Config.WithDefaults()
+	errs := []error{cfg.Validate()}
+	if props.Code == nil {
+		errs = append(errs, errors.New("props.Code is required: the consumer's bootstrap"))
+	}
+	if env := overlap(props.Environment, derivedEnvironment()); len(env) > 0 {
+		errs = append(errs, fmt.Errorf("props.Environment must not set %s: NewConsumer derives them from Config", strings.Join(env, ", ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		panic(fmt.Sprintf("exactlyonce: invalid consumer %q: %v", id, err))
+	}
+
+	c := &Consumer{Config: cfg, key: props.Key}
+	// Registers c itself as the jsii object, so that c is a scope.
+	constructs.NewConstruct_Override(c, scope, jsii.String(id))
+	c.addQueues()
+	c.addReceipts()
+	c.addFunction(props)
+	c.addAlarms()
+	c.addDashboard()
+	return c
+}
+
+func (c *Consumer) addQueues() {
+	cfg := c.Config
+	encryption := awssqs.QueueEncryption_SQS_MANAGED
+	if c.key != nil {
+		encryption = awssqs.QueueEncryption_KMS
+	}
+	c.DeadLetterQueue = awssqs.NewQueue(c, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
+		Encryption:          encryption,
+		EncryptionMasterKey: c.key,
+		EnforceSSL:          jsii.Bool(true),
+		RetentionPeriod:     seconds(cfg.DLQRetention),
+		RemovalPolicy:       cfg.RemovalPolicy,
+	})
+	c.Queue = awssqs.NewQueue(c, jsii.String("Queue"), &awssqs.QueueProps{
+		Encryption:          encryption,
+		EncryptionMasterKey: c.key,
+		EnforceSSL:          jsii.Bool(true),
+		VisibilityTimeout:   seconds(cfg.VisibilityTimeout()),
+		RetentionPeriod:     seconds(cfg.QueueRetention),
+		RemovalPolicy:       cfg.RemovalPolicy,
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           c.DeadLetterQueue,
+			MaxReceiveCount: jsii.Number(cfg.MaxReceiveCount),
+		},
+	})
+	// AwsSolutions-SQS3 recognizes the DLQ by the redrive policy pointing at
+	// it; the Serverless pack does not, hence one suppression.
+	cdknag.NagSuppressions_AddResourceSuppressions(c.DeadLetterQueue, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("Serverless-SQSRedrivePolicy"),
+		Reason: jsii.String("This queue is itself the dead-letter queue of the orders queue; failed messages stay here for an operator to inspect and redrive."),
+	}}, jsii.Bool(true))
+}
+
+func (c *Consumer) addReceipts() {
+	c.Receipts = awsdynamodb.NewTable(c, jsii.String("IdempotencyTable"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{
+			Name: jsii.String(dynamostore.DefaultSchema.PartitionKey),
+			Type: awsdynamodb.AttributeType_STRING,
+		},
+		TimeToLiveAttribute:              jsii.String(dynamostore.DefaultSchema.TTL),
+		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: PointInTimeRecovery(),
+		RemovalPolicy:                    c.Config.RemovalPolicy,
+		Encryption:                       TableEncryption(c.key),
+		EncryptionKey:                    c.key,
+	})
+}
+
+func (c *Consumer) addFunction(props *ConsumerProps) {
+	cfg := c.Config
+	env := map[string]*string{contract.EnvLogLevel: jsii.String(contract.DefaultLogLevel)}
+	for k, v := range props.Environment {
+		env[k] = v
+	}
+	env[contract.EnvIdemTable] = c.Receipts.TableName()
+	env[contract.EnvNamespace] = jsii.String(cfg.Namespace)
+	env[contract.EnvMode] = jsii.String(cfg.Mode)
+	env[contract.EnvRetention] = jsii.String(cfg.ReceiptRetention.String())
+	env[contract.EnvSafetyMargin] = jsii.String(cfg.SafetyMargin.String())
+	env[contract.EnvBatchConcurrency] = jsii.String(strconv.Itoa(cfg.BatchSize))
+
+	c.Function = NewFunction(c, "Consumer", &FunctionProps{
+		Code:                props.Code,
+		Timeout:             cfg.FunctionTimeout,
+		MemoryMB:            cfg.MemoryMB,
+		Environment:         env,
+		ReservedConcurrency: cfg.ReservedConcurrency,
+		LogRetention:        cfg.LogRetention,
+		RemovalPolicy:       cfg.RemovalPolicy,
+		Key:                 c.key,
+		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the orders queue's redrive DLQ.",
+	})
+	c.Receipts.Grant(c.Function, *jsii.Strings(receiptActions...)...)
+	// Receiving from the SSE-KMS queue (kms:Decrypt) and reading and
+	// writing receipts.
+	grantKey(c.key, c.Function, tableKeyActions)
+	// The event source grants the SQS consume actions on this queue only.
+	c.Function.AddEventSource(awslambdaeventsources.NewSqsEventSource(c.Queue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(cfg.BatchSize),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(cfg.MaxConcurrency),
+	}))
+	// The mapping is a child of the function (reached by applyToChildren).
+	cdknag.NagSuppressions_AddResourceSuppressions(c.Function, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("Serverless-LambdaEventSourceMappingDestination"),
+		Reason: jsii.String("SQS event source mappings do not support OnFailure destinations; failed messages go to the queue's redrive DLQ after MaxReceiveCount receives."),
+	}}, jsii.Bool(true))
+}
+
+// GrantSend lets grantee send messages to the queue (and use the key to do
+// so, if there is one).
+func (c *Consumer) GrantSend(grantee awsiam.IGrantable) {
+	c.Queue.Grant(grantee, *jsii.Strings(sendActions...)...)
+	grantKey(c.key, grantee, queueSendKeyActions)
+}
+
+// GrantReceipts lets grantee keep its own receipts in the receipt table,
+// under its own namespace (see ReceiptEnvironment): a producer that must not
+// send an order twice, for example.
+func (c *Consumer) GrantReceipts(grantee awsiam.IGrantable) {
+	c.Receipts.Grant(grantee, *jsii.Strings(receiptActions...)...)
+	grantKey(c.key, grantee, tableKeyActions)
+}
+
+// ReceiptEnvironment is the environment of another function that keeps its
+// receipts in this consumer's table (GrantReceipts): the table, its own
+// namespace, and the retention and safety margin of Config, so receipts of
+// both live equally long. namespace must differ from the consumer's, or
+// each would take the other's receipts for its own.
+func (c *Consumer) ReceiptEnvironment(namespace string) map[string]*string {
+	if namespace == "" || namespace == c.Config.Namespace {
+		panic(fmt.Sprintf("exactlyonce: namespace %q must be non-empty and differ from the consumer's (%q)", namespace, c.Config.Namespace))
+	}
+	return map[string]*string{
+		contract.EnvIdemTable:    c.Receipts.TableName(),
+		contract.EnvNamespace:    jsii.String(namespace),
+		contract.EnvRetention:    jsii.String(c.Config.ReceiptRetention.String()),
+		contract.EnvSafetyMargin: jsii.String(c.Config.SafetyMargin.String()),
+	}
+}
+
+// derivedEnvironment lists the consumer variables NewConsumer derives from
+// Config and the receipt table; ConsumerProps.Environment may not set them.
+func derivedEnvironment() []string {
+	return []string{
+		contract.EnvIdemTable, contract.EnvNamespace, contract.EnvMode,
+		contract.EnvRetention, contract.EnvSafetyMargin, contract.EnvBatchConcurrency,
+	}
+}
+
+// TableEncryption is the encryption of a table: AWS-owned without a key
+// (DynamoDB's default), else the customer-managed key. Use it for the
+// effect's tables so they follow the consumer's choice.
+func TableEncryption(key awskms.IKey) awsdynamodb.TableEncryption {
+	if key == nil {
+		return ""
+	}
+	return awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+}
+
+// PointInTimeRecovery turns on point-in-time recovery (cdk-nag DDB3).
+func PointInTimeRecovery() *awsdynamodb.PointInTimeRecoverySpecification {
+	return &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)}
+}
+
+func overlap(env map[string]*string, names []string) []string {
+	var found []string
+	for _, n := range names {
+		if _, ok := env[n]; ok {
+			found = append(found, n)
+		}
+	}
+	slices.Sort(found)
+	return found
+}

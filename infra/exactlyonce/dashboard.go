@@ -1,0 +1,111 @@
+package exactlyonce
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
+)
+
+// The dashboard is a 24-column grid; widgets are 6 rows high.
+const (
+	gridWidth    = 24
+	widgetHeight = 6
+)
+
+// addDashboard: the alarms' state first, then what the library did with the
+// records (the normal outcomes apart from the ones that need a look), the
+// queues, and the consumer function. Add rows with c.Dashboard.AddWidgets,
+// e.g. FunctionWidgets of a producer.
+func (c *Consumer) addDashboard() {
+	c.Dashboard = awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
+	})
+	c.Dashboard.AddWidgets(awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
+		Title:  jsii.String("Alarms"),
+		Alarms: alarmsOf(c.Alarms),
+		Width:  jsii.Number(gridWidth),
+		Height: jsii.Number(3),
+	}))
+
+	outcomes := func(names ...string) *[]awscloudwatch.IMetric {
+		var ms []awscloudwatch.IMetric
+		for _, n := range names {
+			ms = append(ms, c.OutcomeMetric(n))
+		}
+		return &ms
+	}
+	c.Dashboard.AddWidgets(
+		graph("Records: outcomes (count per minute)", gridWidth/2, outcomes(
+			contract.MetricExecuted, contract.MetricDuplicate, contract.MetricInProgress, contract.MetricSkipped), nil),
+		graph("Records: need a look (count per minute)", gridWidth/2, outcomes(
+			contract.MetricFailed, contract.MetricStoreError, contract.MetricLeaseLost,
+			contract.MetricUnconfirmed, contract.MetricMismatch, contract.MetricRejected), nil),
+	)
+
+	maximum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}
+	c.Dashboard.AddWidgets(
+		graph("Queue: messages waiting", gridWidth/3, &[]awscloudwatch.IMetric{
+			c.Queue.MetricApproximateNumberOfMessagesVisible(maximum),
+			c.Queue.MetricApproximateNumberOfMessagesNotVisible(maximum),
+		}, nil),
+		graph("Queue: age of the oldest message (s)", gridWidth/3, &[]awscloudwatch.IMetric{
+			c.Queue.MetricApproximateAgeOfOldestMessage(maximum),
+		}, &[]*awscloudwatch.HorizontalAnnotation{{
+			Value: jsii.Number(c.Config.BacklogAgeThreshold().Seconds()),
+			Label: jsii.String("backlog alarm"),
+		}}),
+		graph("Dead-letter queue: messages", gridWidth/3, &[]awscloudwatch.IMetric{
+			c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(maximum),
+		}, nil),
+	)
+	c.Dashboard.AddWidgets(FunctionWidgets(c.Function, "Consumer")...)
+}
+
+// FunctionWidgets is a dashboard row for a function: errors and throttles,
+// duration, and concurrency.
+func FunctionWidgets(fn awslambda.IFunction, title string) []awscloudwatch.IWidget {
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	stat := func(s string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Statistic: jsii.String(s), Period: minute}
+	}
+	duration := func(s string) awscloudwatch.IMetric {
+		o := stat(s)
+		o.Label = jsii.String(s)
+		return fn.MetricDuration(o)
+	}
+	return []awscloudwatch.IWidget{
+		graph(title+": errors and throttles", gridWidth/3, &[]awscloudwatch.IMetric{
+			fn.MetricErrors(stat("Sum")), fn.MetricThrottles(stat("Sum")), fn.MetricInvocations(stat("Sum")),
+		}, nil),
+		graph(title+": duration (ms)", gridWidth/3, &[]awscloudwatch.IMetric{
+			duration("p50"), duration("p99"), duration("Maximum"),
+		}, nil),
+		graph(title+": concurrent executions", gridWidth/3, &[]awscloudwatch.IMetric{
+			fn.Metric(jsii.String("ConcurrentExecutions"), stat("Maximum")),
+		}, nil),
+	}
+}
+
+func graph(title string, width int, left *[]awscloudwatch.IMetric, annotations *[]*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
+	return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+		Title:           jsii.String(title),
+		Width:           jsii.Number(width),
+		Height:          jsii.Number(widgetHeight),
+		Left:            left,
+		LeftAnnotations: annotations,
+		LeftYAxis:       &awscloudwatch.YAxisProps{Min: jsii.Number(0)},
+		LegendPosition:  awscloudwatch.LegendPosition_BOTTOM,
+	})
+}
+
+func alarmsOf(alarms []awscloudwatch.Alarm) *[]interfacesawscloudwatch.IAlarmRef {
+	out := make([]interfacesawscloudwatch.IAlarmRef, len(alarms))
+	for i, a := range alarms {
+		out[i] = a
+	}
+	return &out
+}

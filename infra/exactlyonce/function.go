@@ -1,0 +1,97 @@
+package exactlyonce
+
+import (
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// FunctionProps configures NewFunction.
+type FunctionProps struct {
+	// Code is the function's bootstrap, built for provided.al2023 on arm64,
+	// e.g. awslambda.Code_FromAsset(jsii.String("build/consumer"), nil).
+	Code        awslambda.Code
+	Timeout     time.Duration
+	MemoryMB    int
+	Environment map[string]*string
+	// ReservedConcurrency reserves (and caps) the function's concurrency;
+	// 0 reserves none.
+	ReservedConcurrency int
+	LogRetention        awslogs.RetentionDays
+	// RemovalPolicy of the log group.
+	RemovalPolicy awscdk.RemovalPolicy
+	// Key, if set, encrypts the log group and the environment variables
+	// (see NewKey for the key policy CloudWatch Logs needs).
+	Key awskms.IKey
+	// NoDLQReason says why the function needs no dead-letter queue for
+	// asynchronous invocations; it suppresses cdk-nag's Serverless-LambdaDLQ.
+	// Empty: no suppression.
+	NoDLQReason string
+}
+
+// NewFunction creates a Go Lambda (provided.al2023, arm64, active X-Ray
+// tracing) with its own role and log group, the way NewConsumer creates the
+// consumer; use it for the functions that work alongside (a producer). The
+// role is hand-made so that no AWS managed policy (AWSLambdaBasicExecutionRole
+// allows writing to every log group) is attached: it may write to its own log
+// group only. Grant it what else it needs.
+func NewFunction(scope constructs.Construct, id string, props *FunctionProps) awslambda.Function {
+	role := awsiam.NewRole(scope, jsii.String("Role"+id), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Execution role of the " + id + " function"),
+	})
+	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"+id), &awslogs.LogGroupProps{
+		Retention:     props.LogRetention,
+		RemovalPolicy: props.RemovalPolicy,
+		EncryptionKey: props.Key,
+	})
+	logGroup.GrantWrite(role)
+
+	var reserved *float64
+	if props.ReservedConcurrency > 0 {
+		reserved = jsii.Number(props.ReservedConcurrency)
+	}
+	fn := awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		Code:                         props.Code,
+		Timeout:                      seconds(props.Timeout),
+		MemorySize:                   jsii.Number(props.MemoryMB),
+		Tracing:                      awslambda.Tracing_ACTIVE,
+		Role:                         role,
+		LogGroup:                     logGroup,
+		Environment:                  &props.Environment,
+		EnvironmentEncryption:        props.Key,
+		ReservedConcurrentExecutions: reserved,
+	})
+	if props.Key != nil {
+		// Lambda decrypts the environment with the execution role's
+		// permissions when it starts an instance.
+		props.Key.GrantDecrypt(role)
+	}
+
+	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("Active X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions (Resource '*')."),
+		AppliesTo: &[]any{"Resource::*"},
+	}}, jsii.Bool(true))
+	if props.NoDLQReason != "" {
+		cdknag.NagSuppressions_AddResourceSuppressions(fn, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("Serverless-LambdaDLQ"),
+			Reason: jsii.String(props.NoDLQReason),
+		}}, jsii.Bool(false))
+	}
+	return fn
+}
+
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}

@@ -1,0 +1,227 @@
+//go:build e2e
+
+// Package e2e drives the stack as `cdklocal deploy` created it in LocalStack:
+// the deployed producer and consumer, LocalStack's own SQS event source
+// mapping, the deployed tables and queues. `make e2e-localstack` deploys,
+// runs TestDeployedStack, destroys, then runs TestNothingLeft.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+// The orders of the run: sent by the producer twice, some of them also as
+// raw copies by "another upstream", and two messages that can never succeed.
+const (
+	orders    = 40
+	rawCopies = 10
+)
+
+// TestDeployedStack: every order applied once in the deployed ledger,
+// duplicates suppressed, the bad messages in the deployed DLQ after
+// maxReceiveCount receives with their reasons in the consumer's logs.
+func TestDeployedStack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	d := deployed(ctx, t)
+	t.Logf("stack %s: %d resources; outputs %v", d.stackName, len(d.resources), d.outputs)
+	d.compareWithTemplate(ctx, t)
+	if err := d.remember(); err != nil {
+		t.Fatal(err)
+	}
+
+	batch := system.Orders("e2e-"+strconv.FormatInt(time.Now().Unix(), 36), orders)
+	start := time.Now()
+	first := d.produce(ctx, t, batch)
+	second := d.produce(ctx, t, batch)
+	t.Logf("producer: first run %+v; re-triggered run %+v", first, second)
+	if first.Sent != orders || second.Duplicates != orders || second.Sent != 0 {
+		t.Fatalf("producer: first run sent %d, second run sent %d with %d duplicates; want %d, 0, %d", first.Sent, second.Sent, second.Duplicates, orders, orders)
+	}
+	if err := d.sendRaw(ctx, batch[:rawCopies]...); err != nil {
+		t.Fatal(err)
+	}
+	malformed := d.sendBody(ctx, t, `{"orderId": "`+batch[0].OrderID+`-bad", "amount`, batch[0].OrderID+"-bad")
+	// A poison message: its body names another order than its attribute,
+	// which the consumer refuses every time, whatever the deployment.
+	poisonBody, _ := json.Marshal(system.Order{OrderID: batch[0].OrderID + "-body", Customer: "c", AmountCents: 1})
+	poison := d.sendBody(ctx, t, string(poisonBody), batch[0].OrderID+"-poison")
+
+	d.waitDrained(ctx, t, 2)
+	elapsed := time.Since(start)
+
+	issued := d.ledger(ctx, t)
+	double, missing := 0, 0
+	for _, o := range batch {
+		switch n := issued[o.OrderID]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			double += n - 1
+		}
+	}
+	lines := d.consumerLog(ctx, t)
+	outcomes := map[string]int{}
+	for _, l := range lines {
+		outcomes[l.Outcome]++
+	}
+	dead := d.deadLetters(ctx, t, lines)
+	t.Logf("deployed stack, %s from the first send to drained: orders %d, applied %d, double effects %d, lost %d; deliveries %v; DLQ %d",
+		elapsed.Round(time.Second), orders, orders-missing, double, missing, outcomes, len(dead))
+	for _, dl := range dead {
+		t.Logf("DLQ: message %s (order attribute %q) after %d receives: %s", dl.MessageID, dl.OrderID, dl.Receives, dl.Reason)
+	}
+	if double != 0 || missing != 0 {
+		t.Fatalf("double effects %d, orders never applied %d; want 0 and 0", double, missing)
+	}
+	if outcomes["executed"] < orders || outcomes["duplicate"] < rawCopies {
+		t.Fatalf("consumer outcomes %v: want %d executed and the %d raw copies suppressed as duplicates", outcomes, orders, rawCopies)
+	}
+	if len(dead) != 2 {
+		t.Fatalf("DLQ holds %d messages, want the malformed and the poison one", len(dead))
+	}
+	for _, dl := range dead {
+		if dl.MessageID != malformed && dl.MessageID != poison {
+			t.Errorf("unexpected dead letter %+v", dl)
+		}
+		if dl.Receives < d.maxReceiveCount || dl.Reason == "" {
+			t.Errorf("dead letter %s: %d receives (want >= %d), reason %q", dl.MessageID, dl.Receives, d.maxReceiveCount, dl.Reason)
+		}
+	}
+}
+
+// TestNothingLeft runs after `cdklocal destroy`: the stack and every
+// resource TestDeployedStack saw are gone.
+func TestNothingLeft(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := recall()
+	if err != nil {
+		t.Fatalf("no record of the deployed stack (TestDeployedStack runs first): %v", err)
+	}
+	c := newClients(ctx, t)
+	if out, err := c.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(d.StackName)}); err == nil {
+		for _, s := range out.Stacks {
+			if s.StackStatus != "DELETE_COMPLETE" {
+				t.Errorf("stack %s is %s", d.StackName, s.StackStatus)
+			}
+		}
+	}
+	left := c.leftovers(ctx, d)
+	t.Logf("after destroy: %d of the stack's %d resources left: %v", len(left), len(d.Resources), left)
+	if len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// record is what TestDeployedStack leaves for TestNothingLeft.
+type record struct {
+	StackName string
+	Resources map[string]string // physical id → type
+}
+
+func recordPath() string {
+	root, _ := os.Getwd()
+	return filepath.Join(root, "..", "..", ".cache", "e2e", "deployed.json")
+}
+
+func (d *deployment) remember() error {
+	r := record{StackName: d.stackName, Resources: map[string]string{}}
+	for _, res := range d.resources {
+		r.Resources[aws.ToString(res.PhysicalResourceId)] = aws.ToString(res.ResourceType)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(recordPath()), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(recordPath(), b, 0o644)
+}
+
+func recall() (record, error) {
+	var r record
+	b, err := os.ReadFile(recordPath())
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b, &r)
+}
+
+// waitDrained waits until the queue is empty and the DLQ holds want
+// messages.
+func (d *deployment) waitDrained(ctx context.Context, t *testing.T, want int) {
+	t.Helper()
+	for quiet := 0; quiet < 2; {
+		visible, inFlight := d.depth(ctx, t, d.queueURL)
+		dlq, dlqInFlight := d.depth(ctx, t, d.dlqURL)
+		if visible+inFlight == 0 && dlq+dlqInFlight >= want {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not drained: queue %d visible %d in flight, DLQ %d: %v", visible, inFlight, dlq, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (d *deployment) depth(ctx context.Context, t *testing.T, url string) (visible, inFlight int) {
+	t.Helper()
+	out, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		t.Fatalf("queue attributes: %v", err)
+	}
+	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, inFlight
+}
+
+// stackName is the deployed stack: $SQSIDEM_STACK, default the LocalStack
+// profile's.
+func stackName() string {
+	if n := os.Getenv("SQSIDEM_STACK"); n != "" {
+		return n
+	}
+	return "SqsIdemLocal"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func short(s string) string {
+	if i := strings.LastIndexAny(s, ":/"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

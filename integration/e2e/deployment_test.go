@@ -1,0 +1,258 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+// clients talk to the endpoint in AWS_ENDPOINT_URL (LocalStack), never to
+// an account: dummy credentials, us-east-1 (cdklocal deploys there).
+type clients struct {
+	cfn    *cloudformation.Client
+	sqs    *sqs.Client
+	ddb    *dynamodb.Client
+	lambda *lambda.Client
+	logs   *cloudwatchlogs.Client
+}
+
+func newClients(ctx context.Context, t *testing.T) clients {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("AWS_ENDPOINT_URL is not set: run `make e2e-localstack`")
+	}
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients{
+		cfn:    cloudformation.NewFromConfig(cfg),
+		sqs:    sqs.NewFromConfig(cfg),
+		ddb:    dynamodb.NewFromConfig(cfg),
+		lambda: lambda.NewFromConfig(cfg),
+		logs:   cloudwatchlogs.NewFromConfig(cfg),
+	}
+}
+
+// deployment is the deployed stack, found by its outputs.
+type deployment struct {
+	clients
+	stackName                  string
+	outputs                    map[string]string
+	resources                  []cfntypes.StackResource
+	queueURL, dlqURL           string
+	receipts, ledgerTable      string
+	producerName, consumerName string
+	maxReceiveCount            int
+}
+
+func deployed(ctx context.Context, t *testing.T) *deployment {
+	t.Helper()
+	d := &deployment{clients: newClients(ctx, t), stackName: stackName(), outputs: map[string]string{}}
+	out, err := d.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(d.stackName)})
+	if err != nil || len(out.Stacks) != 1 {
+		t.Fatalf("stack %s: %v (run `make deploy-local` first)", d.stackName, err)
+	}
+	st := out.Stacks[0]
+	if !strings.HasSuffix(string(st.StackStatus), "_COMPLETE") || strings.Contains(string(st.StackStatus), "ROLLBACK") {
+		t.Fatalf("stack %s is %s", d.stackName, st.StackStatus)
+	}
+	for _, o := range st.Outputs {
+		d.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	for key, dst := range map[string]*string{
+		"QueueUrl": &d.queueURL, "DeadLetterQueueUrl": &d.dlqURL, "IdempotencyTableName": &d.receipts,
+		"LedgerTableName": &d.ledgerTable, "ProducerFunctionName": &d.producerName, "ConsumerFunctionName": &d.consumerName,
+	} {
+		if *dst = d.outputs[key]; *dst == "" {
+			t.Fatalf("stack %s has no output %s: %v", d.stackName, key, d.outputs)
+		}
+	}
+	res, err := d.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(d.stackName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.resources = res.StackResources
+	for _, r := range d.resources {
+		if !strings.HasSuffix(string(r.ResourceStatus), "_COMPLETE") {
+			t.Errorf("resource %s (%s) is %s", aws.ToString(r.LogicalResourceId), aws.ToString(r.ResourceType), r.ResourceStatus)
+		}
+	}
+	attrs, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(d.queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var redrive struct {
+		MaxReceiveCount json.Number `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(attrs.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &redrive); err != nil {
+		t.Fatalf("the deployed queue's redrive policy: %v", err)
+	}
+	n, _ := redrive.MaxReceiveCount.Int64()
+	d.maxReceiveCount = int(n)
+	return d
+}
+
+// produce invokes the deployed producer synchronously.
+func (d *deployment) produce(ctx context.Context, t *testing.T, orders []system.Order) system.ProducerResult {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{"orders": orders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(d.producerName), Payload: payload})
+	if err != nil {
+		t.Fatalf("invoke %s: %v", d.producerName, err)
+	}
+	if out.FunctionError != nil {
+		t.Fatalf("producer failed: %s: %s", aws.ToString(out.FunctionError), out.Payload)
+	}
+	var res system.ProducerResult
+	if err := json.Unmarshal(out.Payload, &res); err != nil {
+		t.Fatalf("producer answered %q: %v", out.Payload, err)
+	}
+	return res
+}
+
+// sendRaw sends orders straight to the queue, as an upstream that knows
+// nothing of the producer's guard would: raw duplicates.
+func (d *deployment) sendRaw(ctx context.Context, orders ...system.Order) error {
+	for _, o := range orders {
+		body, _ := json.Marshal(o)
+		if _, err := d.send(ctx, string(body), o.OrderID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deployment) sendBody(ctx context.Context, t *testing.T, body, orderID string) string {
+	t.Helper()
+	id, err := d.send(ctx, body, orderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (d *deployment) send(ctx context.Context, body, orderID string) (string, error) {
+	out, err := d.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(d.queueURL),
+		MessageBody: aws.String(body),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("send to %s: %w", d.queueURL, err)
+	}
+	return aws.ToString(out.MessageId), nil
+}
+
+// ledger returns how many gift cards each order got in the deployed ledger.
+func (d *deployment) ledger(ctx context.Context, t *testing.T) map[string]int {
+	t.Helper()
+	issued := map[string]int{}
+	p := dynamodb.NewScanPaginator(d.ddb, &dynamodb.ScanInput{TableName: aws.String(d.ledgerTable), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("scan %s: %v", d.ledgerTable, err)
+		}
+		for _, item := range page.Items {
+			var row struct {
+				OrderID string `dynamodbav:"orderId"`
+				Issued  int    `dynamodbav:"issued"`
+			}
+			if err := attributevalue.UnmarshalMap(item, &row); err != nil {
+				t.Fatal(err)
+			}
+			issued[row.OrderID] = row.Issued
+		}
+	}
+	return issued
+}
+
+// consumerLog reads the consumer's per-record lines from CloudWatch Logs,
+// where LocalStack puts the function's output.
+func (d *deployment) consumerLog(ctx context.Context, t *testing.T) []system.Line {
+	t.Helper()
+	rec := system.NewRecords()
+	p := cloudwatchlogs.NewFilterLogEventsPaginator(d.logs, &cloudwatchlogs.FilterLogEventsInput{
+		LogGroupName:  aws.String("/aws/lambda/" + d.consumerName),
+		FilterPattern: aws.String(`"record "`),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("consumer logs: %v", err)
+		}
+		for _, e := range page.Events {
+			_, _ = rec.Write([]byte(aws.ToString(e.Message) + "\n"))
+		}
+	}
+	return rec.All()
+}
+
+// deadLetters reads the deployed DLQ, with each message's reason from the
+// consumer's log.
+func (d *deployment) deadLetters(ctx context.Context, t *testing.T, lines []system.Line) []system.DeadLetter {
+	t.Helper()
+	reason := map[string]string{}
+	for _, l := range lines {
+		if l.Error != "" {
+			reason[l.MessageID] = l.Error
+		}
+	}
+	var out []system.DeadLetter
+	for empty := 0; empty < 2; {
+		res, err := d.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(d.dlqURL), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatalf("read DLQ: %v", err)
+		}
+		if len(res.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range res.Messages {
+			dl := system.DeadLetter{MessageID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), Reason: reason[aws.ToString(m.MessageId)]}
+			// Our own read counts as a receive too.
+			dl.Receives, _ = strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+			dl.Receives--
+			if a, ok := m.MessageAttributes["orderId"]; ok {
+				dl.OrderID = aws.ToString(a.StringValue)
+			}
+			out = append(out, dl)
+		}
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+"""Smoke test of the stack deployed into LocalStack (make deploy-local): by hand, not in `make test`.
+
+    eval "$(bash integration/scripts/localstack.sh env)"
+    .cache/localstack/venv/bin/python integration/localstack/smoke.py [--stack SqsIdemTest] [--describe]
+
+1. invokes the producer with one order and waits until LocalStack's own SQS
+   event source mapping has run the consumer and the ledger has the order
+   once (issued = 1);
+2. sends one batch with two good orders and a malformed body (orderId
+   message attribute "bad-<n>"): the good ones must be applied and deleted,
+   the malformed one must reach the DLQ after maxReceiveCount receives
+   (partial batch response honoured);
+3. finds the consumer's log lines about the malformed message (its orderId
+   or message id) in CloudWatch Logs (/aws/lambda/<consumer>).
+--describe prints how the deployed resources look (PITR, TTL, log
+retention, ESM, queue attributes, function configuration).
+Uses AWS_ENDPOINT_URL and the test credentials from the environment.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+
+import boto3
+
+
+def client(name):
+    return boto3.client(name, endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION", "us-east-1"))
+
+
+def outputs(stack: str) -> dict:
+    s = client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in s.get("Outputs", [])}
+
+
+def wait(what: str, fn, timeout: float, every: float = 0.5):
+    t0 = time.monotonic()
+    while True:
+        v = fn()
+        if v:
+            return v, time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            sys.exit(f"FAIL: {what}: not after {timeout:.0f} s")
+        time.sleep(every)
+
+
+def ledger_issued(table: str, order_id: str):
+    item = client("dynamodb").get_item(TableName=table, Key={"orderId": {"S": order_id}}, ConsistentRead=True).get("Item")
+    return int(item["issued"]["N"]) if item and "issued" in item else None
+
+
+def describe(out: dict, stack: str) -> None:
+    ddb, lam, logs, sqs = client("dynamodb"), client("lambda"), client("logs"), client("sqs")
+    for key in ("IdempotencyTableName", "LedgerTableName"):
+        t = out[key]
+        pitr = ddb.describe_continuous_backups(TableName=t)["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+        ttl = ddb.describe_time_to_live(TableName=t)["TimeToLiveDescription"]
+        desc = ddb.describe_table(TableName=t)["Table"]
+        print(f"table {key}: PITR={pitr.get('PointInTimeRecoveryStatus')} TTL={ttl} SSE={desc.get('SSEDescription')} billing={desc.get('BillingModeSummary', {}).get('BillingMode')}")
+    for key in ("ConsumerFunctionName", "ProducerFunctionName"):
+        c = lam.get_function_configuration(FunctionName=out[key])
+        keep = {k: c.get(k) for k in ("Runtime", "Architectures", "Timeout", "MemorySize", "TracingConfig", "LoggingConfig", "DeadLetterConfig", "State")}
+        conc = lam.get_function_concurrency(FunctionName=out[key]).get("ReservedConcurrentExecutions")
+        print(f"function {key}: {json.dumps(keep)} reserved={conc} env={sorted(c.get('Environment', {}).get('Variables', {}))}")
+    for m in lam.list_event_source_mappings(FunctionName=out["ConsumerFunctionName"])["EventSourceMappings"]:
+        keep = {k: m.get(k) for k in ("State", "BatchSize", "MaximumBatchingWindowInSeconds", "FunctionResponseTypes", "ScalingConfig")}
+        print(f"event source mapping: {json.dumps(keep)}")
+    for key in ("QueueUrl", "DeadLetterQueueUrl"):
+        a = sqs.get_queue_attributes(QueueUrl=out[key], AttributeNames=["All"])["Attributes"]
+        keep = {k: a.get(k) for k in ("VisibilityTimeout", "MessageRetentionPeriod", "RedrivePolicy", "SqsManagedSseEnabled", "KmsMasterKeyId")}
+        print(f"queue {key}: {json.dumps(keep)}")
+    for g in logs.describe_log_groups()["logGroups"]:
+        print(f"log group {g['logGroupName']}: retentionInDays={g.get('retentionInDays')}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stack", default="SqsIdemTest")
+    ap.add_argument("--describe", action="store_true")
+    args = ap.parse_args()
+    out = outputs(args.stack)
+    if args.describe:
+        describe(out, args.stack)
+    lam, sqs, logs = client("lambda"), client("sqs"), client("logs")
+    run = uuid.uuid4().hex[:6]
+
+    # 1. producer -> queue -> LocalStack's ESM -> consumer -> ledger
+    order = f"o-{run}"
+    t0 = time.monotonic()
+    r = lam.invoke(FunctionName=out["ProducerFunctionName"], Payload=json.dumps({"orders": [{"orderId": order, "customer": "c", "amountCents": 100}]}))
+    answer = json.loads(r["Payload"].read())
+    print(f"producer: {time.monotonic() - t0:.2f} s, FunctionError={r.get('FunctionError')}, answer={answer}")
+    if r.get("FunctionError"):
+        sys.exit("FAIL: the producer failed")
+    issued, took = wait(f"ledger {order}", lambda: ledger_issued(out["LedgerTableName"], order), 120)
+    print(f"ledger {order}: issued={issued}, {time.monotonic() - t0:.2f} s after the invoke (ESM + consumer {took:.2f} s)")
+    if issued != 1:
+        sys.exit(f"FAIL: issued={issued}")
+
+    # 2. a batch with a malformed message: partial batch failure -> DLQ
+    bad, good = f"bad-{run}", [f"g1-{run}", f"g2-{run}"]
+    entries = [{"Id": "bad", "MessageBody": '{"orderId": "' + bad + '", "amount', "MessageAttributes": {"orderId": {"DataType": "String", "StringValue": bad}}}]
+    entries += [
+        {"Id": f"g{i}", "MessageBody": json.dumps({"orderId": g, "customer": "c", "amountCents": 1}), "MessageAttributes": {"orderId": {"DataType": "String", "StringValue": g}}}
+        for i, g in enumerate(good)
+    ]
+    t1 = time.monotonic()
+    res = sqs.send_message_batch(QueueUrl=out["QueueUrl"], Entries=entries)
+    if res.get("Failed"):
+        sys.exit(f"FAIL: send_message_batch: {res['Failed']}")
+    bad_id = next(e["MessageId"] for e in res["Successful"] if e["Id"] == "bad")
+    for g in good:
+        issued, _ = wait(f"ledger {g}", lambda g=g: ledger_issued(out["LedgerTableName"], g), 120)
+        if issued != 1:
+            sys.exit(f"FAIL: {g} issued={issued}")
+    print(f"good messages of the batch applied once, {time.monotonic() - t1:.2f} s")
+
+    def dlq_message():
+        msgs = sqs.receive_message(
+            QueueUrl=out["DeadLetterQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=1, VisibilityTimeout=0,
+            MessageAttributeNames=["All"], AttributeNames=["All"],
+        ).get("Messages", [])
+        return next((m for m in msgs if m.get("MessageAttributes", {}).get("orderId", {}).get("StringValue") == bad), None)
+
+    m, _ = wait(f"{bad} in the DLQ", dlq_message, 300, every=1)
+    print(f"{bad} in the DLQ after {time.monotonic() - t1:.1f} s, ApproximateReceiveCount={m['Attributes'].get('ApproximateReceiveCount')}")
+    main_q = sqs.get_queue_attributes(QueueUrl=out["QueueUrl"], AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    print(f"orders queue now: {main_q} (good messages deleted)")
+
+    # 3. why it went there, from CloudWatch Logs (the consumer logs the
+    # message id of a record whose key it could not read)
+    group = f"/aws/lambda/{out['ConsumerFunctionName']}"
+
+    def log_lines():
+        found = []
+        for s in logs.describe_log_streams(logGroupName=group)["logStreams"]:
+            for e in logs.get_log_events(logGroupName=group, logStreamName=s["logStreamName"], startFromHead=True)["events"]:
+                if bad in e["message"] or bad_id in e["message"]:
+                    found.append((s["logStreamName"], e["message"].rstrip()))
+        return found
+
+    found, _ = wait(f"log lines about {bad} (message {bad_id}) in {group}", log_lines, 30)
+    print(f"{len(found)} log lines about {bad} (message {bad_id}) in {group}, e.g. stream {found[0][0]}:\n  {found[0][1]}")
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
