@@ -22,7 +22,15 @@ LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/
 # The race detector needs cgo, hence a C compiler; without one, no -race.
 RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
-INTEGRATION_TESTS := go test -tags integration -count=1 -timeout 30m -v ./integration/... | grep -v '^=== \(RUN\|PAUSE\|CONT\)'
+# -parallel 8: the scenarios mostly wait for visibility timeouts, and go
+# test would run only GOMAXPROCS (2 here) of them at a time.
+# On the lightweight emulators every package; on LocalStack the suite itself
+# (the internal packages test the harness, not the backend).
+INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -parallel 8 -v
+QUIET             := grep -v '^=== \(RUN\|PAUSE\|CONT\)'
+INTEGRATION_TESTS := $(INTEGRATION_GO) ./integration/... | $(QUIET)
+LOCALSTACK_TESTS  := $(INTEGRATION_GO) ./integration/ | $(QUIET)
+LOCALSTACK        := bash integration/scripts/localstack.sh
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
 
 .PHONY: help
@@ -36,9 +44,11 @@ npm:
 	@bash integration/scripts/install-emulators.sh npm
 
 .PHONY: deps
-deps: ## install Go modules, the pinned CDK CLI and the emulators
+deps: ## install Go modules, the pinned CDK CLI, the emulators, redis-server and LocalStack (host mode)
 	go mod download
 	@bash integration/scripts/install-emulators.sh
+	@bash integration/scripts/redis.sh install
+	@$(LOCALSTACK) install
 
 build/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
@@ -51,8 +61,9 @@ build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy)
 	@ls -l $(ARM_BOOTSTRAPS) $(HOST_BINARIES) | awk '{print "  " $$5 "\t" $$9}'
 
 .PHONY: unit
-unit: ## unit, conformance (memory store) and CDK assertion tests
-	go test $(RACE) $$(go list ./... $(LIBRARY) | grep -v /infra)
+unit: ## unit, conformance (memory store, redis-server) and CDK assertion tests
+	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
+	SQSIDEM_REQUIRE_REDIS=1 go test $(RACE) $$(go list ./... $(LIBRARY) | grep -v /infra)
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
@@ -65,13 +76,27 @@ synth: npm $(ARM_BOOTSTRAPS) ## synthesize the stack into cdk.out
 synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
 	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
 
+.PHONY: synth-localstack
+synth-localstack: npm $(ARM_BOOTSTRAPS) ## synthesize the localstack profile (test profile, timeouts for a slower endpoint) into cdk.localstack.out
+	$(CDK) synth $(CDK_FLAGS) -q -c profile=localstack -o cdk.localstack.out
+
 .PHONY: integration
-integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ (or AWS_ENDPOINT_URL)
+integration: deps build synth-test ## the integration suite on DynamoDB Local + ElasticMQ
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
-test: deps build unit synth-test ## everything CI runs: unit, infra, conformance on DynamoDB Local, integration
+test: deps build unit lint cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos
 	$(INTEGRATION_TESTS)
+	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
+	@# then the real stack deployed, driven and destroyed, on one instance.
+	$(MAKE) --no-print-directory build-local
+	$(LOCALSTACK) run --deploy -- bash -c '$(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
+	$(MAKE) --no-print-directory chaos-small
+
+.PHONY: test-hostexec
+test-hostexec: ## the tests of the LocalStack host executor (Python)
+	@$(LOCALSTACK) install
+	.cache/localstack/venv/bin/python -m pytest -q integration/localstack/hostexec
 
 .PHONY: bench
 bench: deps ## pkg/idem vs Powertools (Python, TypeScript) on one DynamoDB Local, side by side (~10 min): .cache/bench/latest.md
@@ -121,19 +146,26 @@ bootstrap: npm ## prepare your AWS account for CDK deployments (once per account
 destroy: npm ## delete the deployed stack
 	$(CDK) destroy $(CDK_FLAGS) --all
 
+# Host-arch bootstraps for LocalStack: it runs them on this machine (or,
+# with Docker, in containers of this machine's architecture).
+.PHONY: build-local
+build-local: $(LAMBDAS:%=build/local/%/bootstrap)
+
+build/local/%/bootstrap: $(GO_SOURCES)
+	GOOS=linux GOARCH=$$(go env GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $@ ./functions/$*
+
+.PHONY: e2e-localstack
+e2e-localstack: npm build-local ## deploy the localstack profile into LocalStack, drive duplicates through its own event source mapping, destroy
+	$(LOCALSTACK) run --deploy -- bash integration/scripts/e2e-localstack.sh
+
 .PHONY: deploy-local
-deploy-local: npm ## deploy the stack into a LocalStack that keeps running (no Docker needed); KEEP=0: a throwaway one
-	@# Host-arch bootstraps: LocalStack runs them on this machine (or, with
-	@# Docker, in containers of this machine's architecture).
-	for f in $(LAMBDAS); do \
-		GOOS=linux GOARCH=$$(go env GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o build/local/$$f/bootstrap ./functions/$$f; \
-	done
+deploy-local: npm build-local ## deploy the stack into a LocalStack that keeps running (no Docker needed); KEEP=0: a throwaway one
 	@# KEEP=0: into a LocalStack that stops when the deploy ends (a check that
 	@# the stack deploys). Otherwise into one that keeps running: started (or
 	@# the running one, or AWS_ENDPOINT_URL's), then says how to use it.
-	@# DEPLOY_LOCAL_CONTEXT replaces "-c profile=test" (e.g. add -c functionTimeout=10s).
+	@# DEPLOY_LOCAL_CONTEXT replaces "-c profile=localstack" (e.g. add -c functionTimeout=10s).
 	@# The synth goes to build/local/cdk.out, not cdk.out (make synth's).
-	@ctx='$(or $(DEPLOY_LOCAL_CONTEXT),-c profile=test) -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out'; \
+	@ctx='$(or $(DEPLOY_LOCAL_CONTEXT),-c profile=localstack) -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out'; \
 	deploy="$(CDKLOCAL) bootstrap $(CDK_FLAGS) $$ctx && $(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never $$ctx"; \
 	if [ "$(KEEP)" = 0 ]; then \
 		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
@@ -155,9 +187,9 @@ localstack-down: ## stop the LocalStack of localstack-up / deploy-local
 	@bash integration/scripts/localstack.sh stop
 
 .PHONY: integration-localstack
-integration-localstack: build synth-test ## the integration suite against LocalStack (started and stopped around it; no Docker needed)
-	bash integration/scripts/localstack.sh run -- $(INTEGRATION_TESTS)
+integration-localstack: deps build synth-localstack ## the integration suite against LocalStack (yours with AWS_ENDPOINT_URL; else started and stopped around it, Docker or not)
+	$(LOCALSTACK) run -- $(LOCALSTACK_TESTS)
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the tool cache)
-	rm -rf build cdk.out cdk.test.out
+	rm -rf build cdk.out cdk.test.out cdk.localstack.out cdk.hardened.out

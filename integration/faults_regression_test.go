@@ -34,8 +34,7 @@ func isComplete(r faultproxy.Request) bool {
 // An acquire whose response is lost is sent again; the retry finds the
 // record the first one wrote. That is the caller's own lease: the effect
 // runs (before: "in progress", and the key blocked until the lease ended).
-func TestFaultAcquireAckLost(t *testing.T) {
-	t.Parallel()
+func faultAcquireAckLost(t *testing.T) {
 	e := newFaultEnv(t)
 	var first atomic.Bool
 	e.proxy.SetDecider(func(r faultproxy.Request) faultproxy.Action {
@@ -63,8 +62,7 @@ func TestFaultAcquireAckLost(t *testing.T) {
 // The receipt write is throttled for 3 s, past the end of a 2 s lease. It
 // must stop at the lease end and say so (Unconfirmed); before, it went on
 // for 30 s while another delivery took over, and reported LeaseLost.
-func TestFaultCompleteThrottledPastLease(t *testing.T) {
-	t.Parallel()
+func faultCompleteThrottledPastLease(t *testing.T) {
 	e := newFaultEnv(t)
 	const lease = 2 * time.Second
 	start := time.Now()
@@ -99,8 +97,7 @@ func TestFaultCompleteThrottledPastLease(t *testing.T) {
 // The client's SDK retry quota is empty (a burst of throttling drained it):
 // the SDK would not retry at all. The store's own retries must still land
 // the receipt.
-func TestFaultRetryQuotaExhausted(t *testing.T) {
-	t.Parallel()
+func faultRetryQuotaExhausted(t *testing.T) {
 	e := newFaultEnv(t)
 	ctx := context.Background()
 	client, _, err := emu.Clients(ctx, e.proxy.URL(), e.proxy.URL())
@@ -138,8 +135,7 @@ func TestFaultRetryQuotaExhausted(t *testing.T) {
 // DynamoDB unreachable: a store error is not the effect's error, and a batch
 // in which every record failed on the store makes Handle fail, so that the
 // event source mapping backs off.
-func TestFaultStoreDown(t *testing.T) {
-	t.Parallel()
+func faultStoreDown(t *testing.T) {
 	e := newFaultEnv(t)
 	e.proxy.SetDecider(func(faultproxy.Request) faultproxy.Action { return faultproxy.Action{Kind: faultproxy.Fail} })
 	g, err := idem.New(e.store, "down")

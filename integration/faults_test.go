@@ -26,6 +26,29 @@ import (
 // fails, throttles and loses acknowledgements, under concurrency. These are
 // correctness tests: they count effects, not milliseconds.
 
+// TestFaultTier runs the fault tier's tests one after the other (each is
+// concurrent inside), beside the scenarios: two of them at once would
+// saturate the machine and test it rather than the library.
+func TestFaultTier(t *testing.T) {
+	t.Parallel()
+	emulatorsOnly(t)
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"LeaseMode", faultsLeaseMode},
+		{"TransactionalMode", faultsTransactionalMode},
+		{"ConcurrentCopies", faultsConcurrentCopies},
+		{"SQSBatch", faultsSQSBatch},
+		{"AcquireAckLost", faultAcquireAckLost},
+		{"CompleteThrottledPastLease", faultCompleteThrottledPastLease},
+		{"RetryQuotaExhausted", faultRetryQuotaExhausted},
+		{"StoreDown", faultStoreDown},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
 // faultMix is the mix the library was tried with: 10% of requests answered
 // with a 500, ThrottlingException or ProvisionedThroughputExceededException
 // without reaching DynamoDB, and 5% applied by DynamoDB but answered with a
@@ -141,12 +164,11 @@ func faultKeys(prefix string, n int) []string {
 	return keys
 }
 
-// TestFaultsLeaseMode: 2,000 keys x 5 deliveries (10,000) from 48
+// faultsLeaseMode: 2,000 keys x 5 deliveries (10,000) from 48
 // goroutines under the fault mix, with the stack's defaults: every key's
 // effect runs exactly once, and no delivery is told a false "in progress",
 // a false "lease lost", or "unconfirmed".
-func TestFaultsLeaseMode(t *testing.T) {
-	t.Parallel()
+func faultsLeaseMode(t *testing.T) {
 	e := newFaultEnv(t)
 	g, err := idem.New(e.store, "lease", idem.WithSafetyMargin(faultMargin))
 	if err != nil {
@@ -188,11 +210,10 @@ func TestFaultsLeaseMode(t *testing.T) {
 	}
 }
 
-// TestFaultsTransactionalMode: 2,000 keys x 3 deliveries under the fault
+// faultsTransactionalMode: 2,000 keys x 3 deliveries under the fault
 // mix, the effect a ledger increment committed with the receipt: the ledger
 // holds exactly 1 per key.
-func TestFaultsTransactionalMode(t *testing.T) {
-	t.Parallel()
+func faultsTransactionalMode(t *testing.T) {
 	e := newFaultEnv(t)
 	g, err := idem.New(e.store, "tx")
 	if err != nil {
@@ -231,11 +252,10 @@ func TestFaultsTransactionalMode(t *testing.T) {
 	}
 }
 
-// TestFaultsConcurrentCopies: 300 keys, each delivered by 4 goroutines at
+// faultsConcurrentCopies: 300 keys, each delivered by 4 goroutines at
 // the same moment, in both modes, under the fault mix. In progress is
 // legitimate here; a copy told so is delivered again until the key is done.
-func TestFaultsConcurrentCopies(t *testing.T) {
-	t.Parallel()
+func faultsConcurrentCopies(t *testing.T) {
 	e := newFaultEnv(t)
 	e.proxy.SetDecider(faultMix(3).Decider())
 	g, err := idem.New(e.store, "copies", idem.WithSafetyMargin(faultMargin))
@@ -310,12 +330,11 @@ func reportFaults(t *testing.T, what string, p *faultproxy.Proxy, keys int, res 
 		what, deliveries, keys, elapsed.Seconds(), res, p.Counts(), float64(p.Total())/float64(keys), float64(p.Total())/float64(deliveries), p.Faults())
 }
 
-// TestFaultsSQSBatch: 1,000 keys sent as 1,500 messages (every other key
+// faultsSQSBatch: 1,000 keys sent as 1,500 messages (every other key
 // twice) in batches of 10 through sqsbatch in lease mode, under the fault
 // mix; failed records come back in later batches as SQS would redeliver
 // them. Every key's effect runs exactly once.
-func TestFaultsSQSBatch(t *testing.T) {
-	t.Parallel()
+func faultsSQSBatch(t *testing.T) {
 	e := newFaultEnv(t)
 	e.proxy.SetDecider(faultMix(4).Decider())
 	g, err := idem.New(e.store, "batch", idem.WithSafetyMargin(faultMargin))

@@ -65,6 +65,17 @@ func (e *emulator) stop() {
 	}
 }
 
+// emulatorsOnly skips a test that is about the library or the repository,
+// not the backend, when the suite runs against AWS_ENDPOINT_URL (LocalStack):
+// it ran on the emulators already, and LocalStack's DynamoDB is the same
+// DynamoDB Local behind one more hop.
+func emulatorsOnly(t *testing.T) {
+	t.Helper()
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		t.Skipf("runs on the lightweight emulators only (AWS_ENDPOINT_URL=%s)", ep)
+	}
+}
+
 // dynamoEndpoint and sqsEndpoint return the shared emulators' URLs.
 func dynamoEndpoint(tb testing.TB) string { return dynamoDB.endpoint(tb) }
 func sqsEndpoint(tb testing.TB) string    { return sqsMQ.endpoint(tb) }

@@ -2,7 +2,8 @@ package main
 
 // THE BUSINESS EFFECT. This file is the one a fork replaces: it issues a
 // gift card for an order. Everything else in the function (configuration,
-// the guard, batching, logs, metrics) stays as it is.
+// the guard, batching, logs, metrics) stays as it is. It implements Effect
+// (handler.go); main.go builds it with NewGiftCards.
 //
 // The ledger update is deliberately not idempotent: it adds 1 to "issued",
 // so any double effect shows as issued > 1 on the order's ledger item. The
@@ -98,8 +99,15 @@ type GiftCards struct {
 	table  string
 	client *http.Client
 	url    string // optional: POST each issuance here too
-	faults *faults
 	now    func() time.Time
+}
+
+var _ Effect = (*GiftCards)(nil)
+
+// NewGiftCards returns the effect: it records each issuance in the ledger
+// table and, if url is not empty, POSTs it there with client first.
+func NewGiftCards(ledger Ledger, table, url string, client *http.Client) *GiftCards {
+	return &GiftCards{ledger: ledger, table: table, client: client, url: url, now: time.Now}
 }
 
 // Issue is the lease-mode effect: notify the remote system (when
@@ -107,10 +115,6 @@ type GiftCards struct {
 func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
 	order, err := orderOf(key, msg)
 	if err != nil {
-		return nil, err
-	}
-	g.faults.hook(ctx, "before-effect", key)
-	if err := g.faults.effectError(ctx, key, msg.Body); err != nil {
 		return nil, err
 	}
 	card := giftCardFor(order)
@@ -136,7 +140,6 @@ func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage
 	}); err != nil {
 		return nil, fmt.Errorf("consumer: ledger update: %w", err)
 	}
-	g.faults.hook(ctx, "after-effect", key)
 	return json.Marshal(card)
 }
 
@@ -149,10 +152,6 @@ func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessa
 	if err != nil {
 		return idem.TxEffect{}, err
 	}
-	g.faults.hook(ctx, "before-effect", key)
-	if err := g.faults.effectError(ctx, key, msg.Body); err != nil {
-		return idem.TxEffect{}, err
-	}
 	card := giftCardFor(order)
 	update, err := g.ledgerUpdate(ctx, order, card)
 	if err != nil {
@@ -162,7 +161,6 @@ func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessa
 	if err != nil {
 		return idem.TxEffect{}, err
 	}
-	g.faults.hook(ctx, "after-effect", key)
 	return idem.TxEffect{Writes: []any{types.TransactWriteItem{Update: update}}, Result: result}, nil
 }
 

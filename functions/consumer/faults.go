@@ -1,9 +1,12 @@
 package main
 
-// Fault injection for the integration harness. Everything here is inert
-// unless its FAULT_* environment variable is set; the stack sets none. A
-// fork deletes this file, the Faults field and loadFaults call in config.go,
-// newFaults in handler.go and the calls to g.faults in effect.go.
+// Fault injection for the integration suite: a wrapper around the Effect,
+// put there by the one line of main.go marked FAULTS. Nothing else calls
+// into this file, and it reads its FAULT_* variables itself. Everything is
+// inert unless a FAULT_* variable is set; the stack sets none, and with none
+// set the effect is not wrapped at all.
+//
+// A fork deletes this file and the line marked FAULTS in main.go.
 
 import (
 	"context"
@@ -14,8 +17,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -23,12 +30,19 @@ import (
 // ErrInjected is the error of an injected effect failure.
 var ErrInjected = errors.New("consumer: injected fault")
 
+// The points at which the hook is called (integration/internal/chaos).
+const (
+	pointBeforeEffect = "before-effect"
+	pointAfterEffect  = "after-effect"
+)
+
 // Faults are the fault switches.
 type Faults struct {
 	// HookURL (FAULT_HOOK_URL) is POSTed ?point=before-effect&key=… right
-	// before the effect and ?point=after-effect&key=… right after it, before
-	// the receipt is written. The harness may SIGKILL the process instead of
-	// answering.
+	// before the effect and ?point=after-effect&key=… right after it
+	// succeeded, before the receipt is written (in transactional mode:
+	// before the writes are computed, after they are returned). The harness
+	// may SIGKILL or SIGSTOP the process instead of answering.
 	HookURL string
 	// FailKeys (FAULT_EFFECT_FAIL_KEYS, comma-separated order ids) make the
 	// effect fail transiently on their first FailTimes attempts
@@ -41,9 +55,24 @@ type Faults struct {
 	Poison bool
 }
 
-func loadFaults(e *envconfig.Reader) Faults {
+// withFaults is main's one line of fault wiring: effect wrapped in the
+// switches of the environment. Only the integration suite sets them, so a
+// bad one stops the process, as a bad configuration does.
+func withFaults(effect Effect, client *http.Client, log *slog.Logger) Effect {
+	f, err := loadFaults(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return f.wrap(effect, client, log)
+}
+
+// loadFaults reads the switches with getenv. The error is an
+// *envconfig.Error naming every bad variable.
+func loadFaults(getenv func(string) string) (Faults, error) {
+	e := envconfig.NewReader(getenv)
 	f := Faults{
-		HookURL:   e.HTTPURL("FAULT_HOOK_URL"),
+		HookURL:   e.Valid("FAULT_HOOK_URL", contract.IsHTTPURL, "an absolute http(s) URL"),
 		FailTimes: e.Int("FAULT_EFFECT_FAIL_TIMES", 1, 0),
 		Poison:    e.Bool("FAULT_POISON"),
 	}
@@ -53,12 +82,22 @@ func loadFaults(e *envconfig.Reader) Faults {
 		}
 		f.FailKeys[k] = true
 	}
-	return f
+	return f, e.Err("consumer faults")
 }
 
-// faults applies Faults. The zero value and nil do nothing.
-type faults struct {
+// wrap returns next with the switched-on faults around it, next itself if
+// none is on. client calls the hook.
+func (f Faults) wrap(next Effect, client *http.Client, log *slog.Logger) Effect {
+	if f.HookURL == "" && len(f.FailKeys) == 0 && !f.Poison {
+		return next
+	}
+	return &faultyEffect{Faults: f, next: next, client: client, log: log, calls: make(map[string]int)}
+}
+
+// faultyEffect is an Effect with the faults around next.
+type faultyEffect struct {
 	Faults
+	next   Effect
 	client *http.Client
 	log    *slog.Logger
 
@@ -66,19 +105,39 @@ type faults struct {
 	calls map[string]int // per key, when the context carries no lease (tx mode)
 }
 
-func newFaults(f Faults, client *http.Client, log *slog.Logger) *faults {
-	return &faults{Faults: f, client: client, log: log, calls: make(map[string]int)}
+func (f *faultyEffect) Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
+	f.hook(ctx, pointBeforeEffect, key)
+	if err := f.injected(ctx, key, msg.Body); err != nil {
+		return nil, err
+	}
+	result, err := f.next.Issue(ctx, key, msg)
+	if err == nil {
+		f.hook(ctx, pointAfterEffect, key)
+	}
+	return result, err
+}
+
+func (f *faultyEffect) IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error) {
+	f.hook(ctx, pointBeforeEffect, key)
+	if err := f.injected(ctx, key, msg.Body); err != nil {
+		return idem.TxEffect{}, err
+	}
+	tx, err := f.next.IssueTx(ctx, key, msg)
+	if err == nil {
+		f.hook(ctx, pointAfterEffect, key)
+	}
+	return tx, err
 }
 
 // hook calls the harness at point. Its answer does not matter: what matters
-// is that the harness may kill the process while we wait.
-func (f *faults) hook(ctx context.Context, point, key string) {
-	if f == nil || f.HookURL == "" {
+// is that the harness may kill or freeze the process while we wait.
+func (f *faultyEffect) hook(ctx context.Context, point, key string) {
+	if f.HookURL == "" {
 		return
 	}
 	u, err := url.Parse(f.HookURL)
 	if err != nil {
-		return // validated by LoadConfig
+		return // validated by loadFaults
 	}
 	q := u.Query()
 	q.Set("point", point)
@@ -90,6 +149,12 @@ func (f *faults) hook(ctx context.Context, point, key string) {
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
+		// A *url.Error quotes the URL, which holds the order id: log the
+		// cause only.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		f.log.DebugContext(ctx, "fault hook", slog.String("point", point), slog.String("error", err.Error()))
 		return
 	}
@@ -100,11 +165,9 @@ func (f *faults) hook(ctx context.Context, point, key string) {
 	}
 }
 
-// effectError returns the injected failure of the effect for key, if any.
-func (f *faults) effectError(ctx context.Context, key string, body string) error {
-	if f == nil {
-		return nil
-	}
+// injected returns the injected failure of the effect for key, if any. Its
+// text names no order id.
+func (f *faultyEffect) injected(ctx context.Context, key, body string) error {
 	var p struct {
 		Poison bool `json:"poison"`
 	}
@@ -114,8 +177,7 @@ func (f *faults) effectError(ctx context.Context, key string, body string) error
 	if !f.FailKeys[key] {
 		return nil
 	}
-	attempt := f.attempt(ctx, key)
-	if attempt <= f.FailTimes {
+	if attempt := f.attempt(ctx, key); attempt <= f.FailTimes {
 		return fmt.Errorf("%w: transient failure, attempt %d of %d failing", ErrInjected, attempt, f.FailTimes)
 	}
 	return nil
@@ -123,7 +185,7 @@ func (f *faults) effectError(ctx context.Context, key string, body string) error
 
 // attempt is the Guard's attempt count in lease mode; transactional mode has
 // no lease, so it counts the calls of this process instead.
-func (f *faults) attempt(ctx context.Context, key string) int {
+func (f *faultyEffect) attempt(ctx context.Context, key string) int {
 	if l, ok := idem.LeaseFromContext(ctx); ok {
 		return l.Attempt
 	}

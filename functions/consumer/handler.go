@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
+
+// Effect is the business effect (effect.go), run at most once per order
+// key: Issue in lease mode, IssueTx in transactional mode. The key is the
+// order id; msg is the record, whose body orderKey has already checked.
+type Effect interface {
+	Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error)
+	IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error)
+}
 
 // Consumer handles SQS batches of orders: each order's gift card is issued
 // exactly once (transactional mode), or once except for the documented
@@ -25,21 +32,13 @@ type Consumer struct {
 	logBodies bool
 }
 
-// NewConsumer builds the consumer from its configuration and clients.
-// store must implement idem.TxStore in transactional mode; metricsOut
-// receives the EMF lines (stdout in Lambda).
-func NewConsumer(cfg Config, store idem.Store, ledger Ledger, client *http.Client, log *slog.Logger, metricsOut io.Writer) (*Consumer, error) {
-	g, err := idem.New(store, cfg.Namespace, cfg.Guard.Options()...)
+// NewConsumer builds the consumer around effect. store must implement
+// idem.TxStore in transactional mode; metricsOut receives the EMF lines
+// (stdout in Lambda).
+func NewConsumer(cfg contract.Consumer, store idem.Store, effect Effect, log *slog.Logger, metricsOut io.Writer) (*Consumer, error) {
+	g, err := idem.New(store, cfg.Namespace, cfg.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: guard: %w", err)
-	}
-	cards := &GiftCards{
-		ledger: ledger,
-		table:  cfg.LedgerTable,
-		client: client,
-		url:    cfg.EffectURL,
-		faults: newFaults(cfg.Faults, client, log),
-		now:    time.Now,
 	}
 	c := &Consumer{
 		log:       log,
@@ -51,10 +50,10 @@ func NewConsumer(cfg Config, store idem.Store, ledger Ledger, client *http.Clien
 		sqsbatch.WithLogger(log),
 		sqsbatch.WithRecordHook(c.record),
 	}
-	if cfg.Mode == ModeTransactional {
-		c.batch, err = sqsbatch.NewTx(g, orderKey, cards.IssueTx, opts...)
+	if cfg.Mode == contract.ModeTransactional {
+		c.batch, err = sqsbatch.NewTx(g, orderKey, effect.IssueTx, opts...)
 	} else {
-		c.batch, err = sqsbatch.New(g, orderKey, cards.Issue, opts...)
+		c.batch, err = sqsbatch.New(g, orderKey, effect.Issue, opts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer: batch handler: %w", err)
@@ -108,9 +107,9 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	}
 	n := st.counts.snapshot()
 	attrs := []slog.Attr{slog.Int("records", len(ev.Records)), slog.Int("failed", len(resp.BatchItemFailures))}
-	for i, name := range metricNames {
-		if n[i] > 0 {
-			attrs = append(attrs, slog.Int(name, n[i]))
+	for _, name := range contract.OutcomeMetrics() {
+		if n[name] > 0 {
+			attrs = append(attrs, slog.Int(name, n[name]))
 		}
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "batch done", attrs...)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
@@ -66,18 +67,29 @@ type harness struct {
 }
 
 func baseEnv() map[string]string {
-	return map[string]string{"IDEM_TABLE": "idem", "LEDGER_TABLE": "ledger"}
+	return map[string]string{contract.EnvIdemTable: "idem", contract.EnvLedgerTable: "ledger"}
 }
 
+// newHarness builds the consumer as main does, without the fault wrapper.
 func newHarness(t *testing.T, env map[string]string) *harness {
+	return newWrappedHarness(t, env, nil)
+}
+
+// newWrappedHarness builds the consumer with wrap, if not nil, around the
+// effect, where main puts the fault wrapper.
+func newWrappedHarness(t *testing.T, env map[string]string, wrap func(Effect, *slog.Logger) Effect) *harness {
 	t.Helper()
-	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	cfg, err := contract.LoadConsumer(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{store: idemtest.NewMemoryStore(), ledger: &fakeLedger{}, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: h.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.c, err = NewConsumer(cfg, h.store, h.ledger, http.DefaultClient, log, h.metrics)
+	var effect Effect = NewGiftCards(h.ledger, cfg.LedgerTable, cfg.EffectURL, http.DefaultClient)
+	if wrap != nil {
+		effect = wrap(effect, log)
+	}
+	h.c, err = NewConsumer(cfg, h.store, effect, log, h.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +129,7 @@ func (h *harness) deliver(t *testing.T, msgs ...events.SQSMessage) ([]string, ma
 		t.Fatalf("EMF line is not one JSON object: %v\n%s", err, h.metrics.String())
 	}
 	values := map[string]float64{}
-	for _, name := range metricNames {
+	for _, name := range contract.OutcomeMetrics() {
 		v, ok := doc[name].(float64)
 		if !ok {
 			t.Fatalf("EMF line has no value for %s: %s", name, h.metrics.String())
@@ -198,15 +210,6 @@ func TestConsumerOutcomes(t *testing.T) {
 		},
 		{
 			name: "key from the body", msg: orderWithBody("m1", "", `{"orderId":"o-1","amountCents":1}`),
-			metric: "Executed", issued: 1,
-		},
-		{
-			name: "poison order", env: map[string]string{"FAULT_POISON": "true"},
-			msg:    orderWithBody("m1", "o-1", `{"orderId":"o-1","poison":true}`),
-			failed: true, metric: "Failed", logs: "poison",
-		},
-		{
-			name: "poison field without the fault switch", msg: orderWithBody("m1", "o-1", `{"orderId":"o-1","poison":true}`),
 			metric: "Executed", issued: 1,
 		},
 		{
@@ -324,7 +327,7 @@ func TestEMF(t *testing.T) {
 		t.Fatalf("directives = %+v", doc.AWS.CloudWatchMetrics)
 	}
 	d := doc.AWS.CloudWatchMetrics[0]
-	if d.Namespace != MetricNamespace || !slices.Equal(d.Dimensions[0], []string{"FunctionName", "Namespace"}) {
+	if d.Namespace != contract.MetricNamespace || !slices.Equal(d.Dimensions[0], []string{"FunctionName", "Namespace"}) {
 		t.Errorf("directive = %+v", d)
 	}
 	var names []string
@@ -344,55 +347,23 @@ func TestEMF(t *testing.T) {
 	}
 }
 
-func TestEffectURLAndFaults(t *testing.T) {
+// TestEffectURL: the effect POSTs each issuance with its key and attempt.
+func TestEffectURL(t *testing.T) {
 	var mu sync.Mutex
-	var hooks, posts []string
+	var posts []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch r.URL.Path {
-		case "/hook":
-			hooks = append(hooks, r.URL.Query().Get("point")+" "+r.URL.Query().Get("key"))
-			w.WriteHeader(http.StatusTeapot) // ignored
-		case "/effect":
-			posts = append(posts, r.Header.Get("Idempotency-Key")+" attempt "+r.Header.Get("Fencing-Token"))
-		}
+		posts = append(posts, r.Header.Get("Idempotency-Key")+" attempt "+r.Header.Get("Fencing-Token"))
 	}))
 	defer srv.Close()
 	env := baseEnv()
-	env["EFFECT_URL"] = srv.URL + "/effect"
-	env["FAULT_HOOK_URL"] = srv.URL + "/hook"
-	env["FAULT_EFFECT_FAIL_KEYS"] = "o-flaky, o-other"
-	env["FAULT_EFFECT_FAIL_TIMES"] = "2"
+	env[contract.EnvEffectURL] = srv.URL + "/effect"
 	h := newHarness(t, env)
-
-	for i, want := range []string{"Failed", "Failed", "Executed", "Duplicate"} {
-		failed, m := h.deliver(t, order(fmt.Sprint("m", i), "o-flaky"))
-		if m[want] != 1 || (len(failed) == 1) != (want == "Failed") {
-			t.Fatalf("delivery %d: failed %v, metrics %v; want %s", i, failed, m, want)
-		}
-	}
-	if h.ledger.count("o-flaky") != 1 {
-		t.Errorf("issued %d, want 1", h.ledger.count("o-flaky"))
-	}
-	wantHooks := []string{
-		"before-effect o-flaky", "before-effect o-flaky",
-		"before-effect o-flaky", "after-effect o-flaky",
-	}
-	if !slices.Equal(hooks, wantHooks) {
-		t.Errorf("hooks = %v, want %v", hooks, wantHooks)
-	}
-	if !slices.Equal(posts, []string{"o-flaky attempt 3"}) {
-		t.Errorf("posts = %v, want one with the key and attempt 3", posts)
-	}
-}
-
-func TestHookUnreachable(t *testing.T) {
-	env := baseEnv()
-	env["FAULT_HOOK_URL"] = "http://127.0.0.1:1/hook" // nothing listens
-	h := newHarness(t, env)
-	if failed, _ := h.deliver(t, order("m1", "o-1")); len(failed) != 0 {
-		t.Errorf("failed = %v: an unreachable hook must be ignored", failed)
+	h.deliver(t, order("m1", "o-1"))
+	h.deliver(t, order("m2", "o-1"))
+	if !slices.Equal(posts, []string{"o-1 attempt 1"}) {
+		t.Errorf("posts = %v, want one with the key and attempt 1", posts)
 	}
 }
 

@@ -14,11 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
 func main() {
-	cfg, err := LoadConfig(os.Getenv)
+	cfg, err := contract.LoadConsumer(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -36,7 +37,10 @@ func main() {
 		log.Error("idempotency store", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	c, err := NewConsumer(cfg, store, ddb, &http.Client{}, log, os.Stdout)
+	client := &http.Client{}
+	var effect Effect = NewGiftCards(ddb, cfg.LedgerTable, cfg.EffectURL, client)
+	effect = withFaults(effect, client, log) // FAULTS: test-only switches (faults.go); a fork deletes this line and faults.go
+	c, err := NewConsumer(cfg, store, effect, log, os.Stdout)
 	if err != nil {
 		log.Error("consumer", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -4,75 +4,60 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 	"time"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
-// MetricNamespace is the CloudWatch namespace of the consumer's metrics.
-const MetricNamespace = "ExactlyOnce"
-
-// metricTable lists the metrics of one batch in EMF order, each with the
-// outcome it counts. Skipped (outcome 0) counts FIFO records not run because
-// an earlier record of their group failed; Rejected counts records without a
-// valid key or order.
-var metricTable = [...]struct {
-	outcome idem.Outcome
-	name    string
-}{
-	{idem.Executed, "Executed"},
-	{idem.Duplicate, "Duplicate"},
-	{idem.InProgress, "InProgress"},
-	{idem.Failed, "Failed"},
-	{idem.StoreError, "StoreError"},
-	{idem.LeaseLost, "LeaseLost"},
-	{idem.Unconfirmed, "Unconfirmed"},
-	{idem.Mismatch, "Mismatch"},
-	{idem.Rejected, "Rejected"},
-	{0, "Skipped"},
+// outcomeMetrics names the metric (contract.OutcomeMetrics) counting each
+// outcome. sqsbatch reports a FIFO record it did not run, because an earlier
+// record of its group failed, with outcome 0: Skipped.
+var outcomeMetrics = map[idem.Outcome]string{
+	idem.Executed:    contract.MetricExecuted,
+	idem.Duplicate:   contract.MetricDuplicate,
+	idem.InProgress:  contract.MetricInProgress,
+	idem.Failed:      contract.MetricFailed,
+	idem.StoreError:  contract.MetricStoreError,
+	idem.LeaseLost:   contract.MetricLeaseLost,
+	idem.Unconfirmed: contract.MetricUnconfirmed,
+	idem.Mismatch:    contract.MetricMismatch,
+	idem.Rejected:    contract.MetricRejected,
+	0:                contract.MetricSkipped,
 }
 
-// metricNames are the names of metricTable, in its order.
-var metricNames = func() (names [len(metricTable)]string) {
-	for i, m := range metricTable {
-		names[i] = m.name
+// metricOf is the metric counting r. An outcome outcomeMetrics lacks (none
+// today) counts as Failed.
+func metricOf(r sqsbatch.RecordResult) string {
+	if m, ok := outcomeMetrics[r.Outcome]; ok {
+		return m
 	}
-	return names
-}()
-
-// metricIndex is the index in metricTable of r's outcome. An outcome the
-// table lacks (none today) counts as Failed.
-func metricIndex(r sqsbatch.RecordResult) int {
-	failed := -1
-	for i, m := range metricTable {
-		switch m.outcome {
-		case r.Outcome:
-			return i
-		case idem.Failed:
-			failed = i
-		}
-	}
-	return failed
+	return contract.MetricFailed
 }
 
-// counts are the outcomes of one batch. Records finish concurrently.
+// counts are the records of one batch by metric name. Records finish
+// concurrently.
 type counts struct {
 	mu sync.Mutex
-	n  [len(metricNames)]int
+	n  map[string]int
 }
 
 func (c *counts) add(r sqsbatch.RecordResult) {
 	c.mu.Lock()
-	c.n[metricIndex(r)]++
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = make(map[string]int)
+	}
+	c.n[metricOf(r)]++
 }
 
-func (c *counts) snapshot() [len(metricNames)]int {
+func (c *counts) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return maps.Clone(c.n) // nil for no records; reading it gives 0
 }
 
 // Metrics writes CloudWatch Embedded Metric Format lines: one JSON object
@@ -112,16 +97,16 @@ type emfMetadata struct {
 func (m *Metrics) emit(c *counts) error {
 	n := c.snapshot()
 	doc := map[string]any{
-		"FunctionName": m.function,
-		"Namespace":    m.namespace,
+		contract.DimensionFunctionName: m.function,
+		contract.DimensionNamespace:    m.namespace,
 	}
 	dir := emfDirective{
-		Namespace:  MetricNamespace,
-		Dimensions: [][]string{{"FunctionName", "Namespace"}},
+		Namespace:  contract.MetricNamespace,
+		Dimensions: [][]string{{contract.DimensionFunctionName, contract.DimensionNamespace}},
 	}
-	for i, name := range metricNames {
+	for _, name := range contract.OutcomeMetrics() {
 		dir.Metrics = append(dir.Metrics, emfMetric{Name: name, Unit: "Count"})
-		doc[name] = n[i]
+		doc[name] = n[name]
 	}
 	doc["_aws"] = emfMetadata{Timestamp: m.now().UnixMilli(), CloudWatchMetrics: []emfDirective{dir}}
 	line, err := json.Marshal(doc)

@@ -5,16 +5,14 @@
 // alarms on.
 //
 // Both sides import it, so a renamed variable or metric is a compile error on
-// both, never a function that silently reads its default. It imports only the
-// standard library and pkg/idem (for the library's own defaults), so a
-// Lambda and a CDK app can both depend on it.
-//
-// The functions read these variables with functions/internal/envconfig's
-// Reader, e.g.
-//
-//	e := envconfig.NewReader(os.Getenv)
-//	table := e.Required(contract.EnvIdemTable)
-//	mode := e.String(contract.EnvMode, contract.DefaultMode)
+// both, never a function that silently reads its default. LoadConsumer and
+// LoadProducer are how the functions read their environment; the infra
+// tests run them on the environment of the synthesized stack
+// (infra/envcontract_test.go), so a variable one side sets and the other
+// ignores, or one that is required and not set, fails a test. The package
+// imports only the standard library, pkg/idem (for the library's own
+// defaults) and functions/internal/envconfig, so a Lambda and a CDK app can
+// both depend on it.
 package contract
 
 import (

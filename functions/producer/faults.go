@@ -1,11 +1,18 @@
 package main
 
-// Fault switches for tests. Everything here is inert unless its environment
-// variable is set; a fork deletes this file and the wrap call in producer.go.
+// Fault injection for the integration suite: wrappers around the
+// producer's clients, put there by the one line of main.go marked FAULTS.
+// Nothing else calls into this file, and it reads its FAULT_* variables
+// itself. Everything is inert unless a FAULT_* variable is set; the stack
+// sets none, and with none set the clients are not wrapped at all.
+//
+// A fork deletes this file and the line marked FAULTS in main.go.
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,15 +44,32 @@ type Faults struct {
 	FailPostSendUpdate bool
 }
 
-func loadFaults(e *envconfig.Reader) Faults {
-	return Faults{
+// withFaults is main's one line of fault wiring: store and client wrapped in
+// the switches of the environment. Only the integration suite sets them, so
+// a bad one stops the process, as a bad configuration does.
+func withFaults(store idem.Store, client SQS) (idem.Store, SQS) {
+	f, err := loadFaults(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return f.wrap(store, client)
+}
+
+// loadFaults reads the switches with getenv. The error is an
+// *envconfig.Error naming every bad variable.
+func loadFaults(getenv func(string) string) (Faults, error) {
+	e := envconfig.NewReader(getenv)
+	f := Faults{
 		FailSend:           e.Bool("FAULT_FAIL_SEND"),
 		FailSendKeys:       e.List("FAULT_FAIL_SEND_KEYS"),
 		FailPostSendUpdate: e.Bool("FAULT_FAIL_POST_SEND_UPDATE"),
 	}
+	return f, e.Err("producer faults")
 }
 
-// wrap puts the switched-on faults between the producer and its clients.
+// wrap puts the switched-on faults between the producer and its clients;
+// a client without a switch on is returned as it is.
 func (f Faults) wrap(store idem.Store, client SQS) (idem.Store, SQS) {
 	if f.FailPostSendUpdate {
 		store = failingComplete{store}

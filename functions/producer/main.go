@@ -14,11 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
 func main() {
-	cfg, err := LoadConfig(os.Getenv)
+	cfg, err := contract.LoadProducer(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -30,12 +32,17 @@ func main() {
 		log.Error("aws configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	store, err := dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.IdemTable)
+	receipts, err := dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.IdemTable)
 	if err != nil {
 		log.Error("idempotency store", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	p, err := NewProducer(cfg, store, sqs.NewFromConfig(awsCfg), log)
+	var (
+		store idem.Store = receipts
+		queue SQS        = sqs.NewFromConfig(awsCfg)
+	)
+	store, queue = withFaults(store, queue) // FAULTS: test-only switches (faults.go); a fork deletes this line and faults.go
+	p, err := NewProducer(cfg, store, queue, log)
 	if err != nil {
 		log.Error("producer", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
@@ -104,11 +105,10 @@ type Producer struct {
 	log         *slog.Logger
 }
 
-// NewProducer builds the producer. The fault switches of cfg wrap store and
-// client.
-func NewProducer(cfg Config, store idem.Store, client SQS, log *slog.Logger) (*Producer, error) {
-	store, client = cfg.Faults.wrap(store, client)
-	g, err := idem.New(store, cfg.Namespace, cfg.Guard.Options()...)
+// NewProducer builds the producer: its receipts go to store, its messages
+// to client.
+func NewProducer(cfg contract.Producer, store idem.Store, client SQS, log *slog.Logger) (*Producer, error) {
+	g, err := idem.New(store, cfg.Namespace, cfg.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("producer: guard: %w", err)
 	}

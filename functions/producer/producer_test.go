@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
@@ -79,13 +81,13 @@ func (f *fakeSQS) stats() (calls []int, received map[string]int) {
 	return append([]int(nil), f.calls...), received
 }
 
+// newProducer builds the producer as main does, without the fault wrapper,
+// with extra added to a minimal environment.
 func newProducer(t *testing.T, store idem.Store, client SQS, extra map[string]string) *Producer {
 	t.Helper()
-	env := map[string]string{"IDEM_TABLE": "idem", "QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/orders"}
-	for k, v := range extra {
-		env[k] = v
-	}
-	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	env := map[string]string{contract.EnvIdemTable: "idem", contract.EnvQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/orders"}
+	maps.Copy(env, extra)
+	cfg, err := contract.LoadProducer(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,58 +257,6 @@ func TestBadOrders(t *testing.T) {
 	if out := run(t, p, Input{}); out.Sent+out.Failed != 0 || out.Failures == nil {
 		t.Errorf("empty input = %+v", out)
 	}
-}
-
-func TestFaultSwitches(t *testing.T) {
-	t.Run("FAULT_FAIL_SEND", func(t *testing.T) {
-		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
-		out := run(t, newProducer(t, store, client, map[string]string{"FAULT_FAIL_SEND": "true"}), orders("a", "b"))
-		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, ErrInjected.Error()) {
-			t.Errorf("out = %+v, want 2 injected failures", out)
-		}
-		if calls, _ := client.stats(); len(calls) != 0 {
-			t.Errorf("the real client was called %d times", len(calls))
-		}
-		// Released: a run without the fault sends both.
-		if out := run(t, newProducer(t, store, client, nil), orders("a", "b")); out.Sent != 2 {
-			t.Errorf("after the fault: %+v, want 2 sent", out)
-		}
-	})
-	t.Run("FAULT_FAIL_SEND_KEYS", func(t *testing.T) {
-		client := &fakeSQS{}
-		out := run(t, newProducer(t, idemtest.NewMemoryStore(), client, map[string]string{"FAULT_FAIL_SEND_KEYS": "b, c"}),
-			orders("a", "b", "c", "d"))
-		if out.Sent != 2 || out.Failed != 2 {
-			t.Errorf("out = %+v, want a and d sent, b and c failed", out)
-		}
-		if _, received := client.stats(); received["b"]+received["c"] != 0 || received["a"] != 1 {
-			t.Errorf("received %v", received)
-		}
-	})
-	t.Run("FAULT_FAIL_POST_SEND_UPDATE", func(t *testing.T) {
-		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
-		env := map[string]string{
-			"FAULT_FAIL_POST_SEND_UPDATE": "true", "IDEM_LEASE": "300ms", "IDEM_SAFETY_MARGIN": "50ms",
-		}
-		p := newProducer(t, store, client, env)
-		out := run(t, p, orders("a", "b"))
-		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, "receipt was not written") {
-			t.Errorf("out = %+v, want 2 sent-but-not-recorded failures", out)
-		}
-		// No re-send storm: while the lease lives, a re-run sends nothing.
-		if out := run(t, p, orders("a", "b")); out.InProgress != 2 {
-			t.Errorf("re-run = %+v, want 2 in progress", out)
-		}
-		if _, received := client.stats(); received["a"] != 1 || received["b"] != 1 {
-			t.Errorf("received %v, want each once", received)
-		}
-		// After the lease a re-run sends again; the consumer dedups by order id.
-		time.Sleep(350 * time.Millisecond)
-		run(t, p, orders("a", "b"))
-		if _, received := client.stats(); received["a"] != 2 {
-			t.Errorf("received %v, want a re-send after the lease expired", received)
-		}
-	})
 }
 
 func TestFIFOQueue(t *testing.T) {

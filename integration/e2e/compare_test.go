@@ -54,13 +54,13 @@ func (d *deployment) compareWithTemplate(ctx context.Context, t *testing.T) {
 		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
 	}
 	must := func(what string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: deployed %v, template %v", what, got, want)
+		if text(got) != text(want) {
+			t.Errorf("%s: deployed %s, template %s", what, text(got), text(want))
 		}
 	}
 	differs := func(what string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Logf("LocalStack differs from the template: %s: deployed %v, template %v", what, got, want)
+		if text(got) != text(want) {
+			t.Logf("LocalStack differs from the template: %s: deployed %s, template %s", what, text(got), text(want))
 		}
 	}
 	for _, id := range sortedKeys(tpl.Resources) {
@@ -140,6 +140,15 @@ func (d *deployment) compareWithTemplate(ctx context.Context, t *testing.T) {
 			differs(id+" RetentionInDays", got, r.Properties["RetentionInDays"])
 		}
 	}
+}
+
+// text formats a value of the API or of the template (JSON numbers decode
+// as float64) the same way: 1209600, not 1.2096e+06.
+func text(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // leftovers lists the resources of r that still exist.

@@ -1,12 +1,14 @@
 // Package envconfig reads a Lambda function's configuration from environment
 // variables. A Reader does not stop at the first bad variable: it collects
 // every problem, so that a deployment is fixed in one round.
+//
+// It knows no variable names: those, their defaults and their rules are in
+// functions/contract, whose LoadConsumer and LoadProducer use a Reader.
 package envconfig
 
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,12 +148,9 @@ func (r *Reader) Bool(name string) bool {
 	return b
 }
 
-// Level is the slog level in name, INFO if it is unset.
-func (r *Reader) Level(name string) slog.Level {
-	v := r.get(name)
-	if v == "" {
-		return slog.LevelInfo
-	}
+// Level is the slog level in name, or in def if it is unset.
+func (r *Reader) Level(name, def string) slog.Level {
+	v := r.String(name, def)
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(v)); err != nil {
 		r.Fail(name, "%q is not one of DEBUG, INFO, WARN, ERROR", v)
@@ -160,16 +159,13 @@ func (r *Reader) Level(name string) slog.Level {
 	return l
 }
 
-// HTTPURL is the absolute http(s) URL in name, "" if it is unset. A bad
-// URL is reported but still returned: there is no sensible default for it.
-func (r *Reader) HTTPURL(name string) string {
+// Valid is the value of name, "" if it is unset. A value that valid rejects
+// is reported as not being what (e.g. "an absolute http(s) URL") but still
+// returned: there is no sensible default for it.
+func (r *Reader) Valid(name string, valid func(string) bool, what string) string {
 	v := r.get(name)
-	if v == "" {
-		return ""
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		r.Fail(name, "%q is not an absolute http(s) URL", v)
+	if v != "" && !valid(v) {
+		r.Fail(name, "%q is not %s", v, what)
 	}
 	return v
 }

@@ -33,14 +33,14 @@ func TestReader(t *testing.T) {
 		{"bool", "true", func(r *Reader) any { return r.Bool("V") }, true, ""},
 		{"bool unset", "", func(r *Reader) any { return r.Bool("V") }, false, ""},
 		{"bool bad", "maybe", func(r *Reader) any { return r.Bool("V") }, false, `"maybe" is not a boolean (true or false)`},
-		{"level", "debug", func(r *Reader) any { return r.Level("V") }, slog.LevelDebug, ""},
-		{"level unset", "", func(r *Reader) any { return r.Level("V") }, slog.LevelInfo, ""},
-		{"level bad", "loud", func(r *Reader) any { return r.Level("V") }, slog.LevelInfo,
+		{"level", "debug", func(r *Reader) any { return r.Level("V", "INFO") }, slog.LevelDebug, ""},
+		{"level unset", "", func(r *Reader) any { return r.Level("V", "INFO") }, slog.LevelInfo, ""},
+		{"level default", "", func(r *Reader) any { return r.Level("V", "WARN") }, slog.LevelWarn, ""},
+		{"level bad", "loud", func(r *Reader) any { return r.Level("V", "INFO") }, slog.LevelInfo,
 			`"loud" is not one of DEBUG, INFO, WARN, ERROR`},
-		{"url", "https://h/p", func(r *Reader) any { return r.HTTPURL("V") }, "https://h/p", ""},
-		{"url unset", "", func(r *Reader) any { return r.HTTPURL("V") }, "", ""},
-		{"url relative", "/p", func(r *Reader) any { return r.HTTPURL("V") }, "/p", `"/p" is not an absolute http(s) URL`},
-		{"url scheme", "ftp://h", func(r *Reader) any { return r.HTTPURL("V") }, "ftp://h", `"ftp://h" is not an absolute http(s) URL`},
+		{"valid", "ok", func(r *Reader) any { return r.Valid("V", isOK, "ok") }, "ok", ""},
+		{"valid unset", "", func(r *Reader) any { return r.Valid("V", isOK, "ok") }, "", ""},
+		{"valid rejected", "no", func(r *Reader) any { return r.Valid("V", isOK, "ok") }, "no", `"no" is not ok`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +67,8 @@ func TestReader(t *testing.T) {
 		})
 	}
 }
+
+func isOK(v string) bool { return v == "ok" }
 
 func TestErrorListsEveryProblem(t *testing.T) {
 	r := NewReader(func(string) string { return "" })

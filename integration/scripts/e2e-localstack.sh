@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# e2e-localstack.sh: the real stack, deployed into the LocalStack of
+# AWS_ENDPOINT_URL (run it under `localstack.sh run --deploy`), driven, then
+# destroyed:
+#   cdklocal bootstrap and deploy of the localstack profile (host-arch
+#   bootstraps in build/local), TestDeployedStack (duplicates through
+#   LocalStack's own event source mapping), cdklocal destroy, TestNothingLeft.
+# The stack is destroyed whether the test passes or not. Prints each step's time.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+[[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-localstack: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
+
+cdklocal="$root/node_modules/.bin/cdklocal"
+stack="${SQSIDEM_STACK:-SqsIdemLocal}"
+ctx=(-c profile=localstack -c stackName="$stack" -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out)
+export SQSIDEM_STACK="$stack" SQSIDEM_TEMPLATE="$root/build/local/cdk.out/$stack.template.json"
+
+step() { # step NAME CMD...: run CMD and print how long it took
+	local name=$1 t0=$SECONDS
+	shift
+	echo "e2e-localstack: $name"
+	"$@"
+	echo "e2e-localstack: $name took $((SECONDS - t0)) s"
+}
+destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${ctx[@]}"; }
+
+step bootstrap "$cdklocal" bootstrap --no-notices "${ctx[@]}"
+step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${ctx[@]}"
+rc=0
+step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
+destroy || rc=$?
+step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
+exit "$rc"
