@@ -12,10 +12,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 [[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-localstack: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
 
+cdk="$root/node_modules/.bin/cdk"
 cdklocal="$root/node_modules/.bin/cdklocal"
 stack="${SQSIDEM_STACK:-SqsIdemLocal}"
-ctx=(-c profile=localstack -c stackName="$stack" -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out)
-export SQSIDEM_STACK="$stack" SQSIDEM_TEMPLATE="$root/build/local/cdk.out/$stack.template.json"
+assembly=build/local/cdk.out
+# Synthesized once; bootstrap, deploy and destroy then read the assembly
+# (--app) instead of running the app again.
+app=(--app "$assembly")
+export SQSIDEM_STACK="$stack" SQSIDEM_TEMPLATE="$root/$assembly/$stack.template.json"
 
 step() { # step NAME CMD...: run CMD and print how long it took
 	local name=$1 t0=$SECONDS
@@ -24,10 +28,12 @@ step() { # step NAME CMD...: run CMD and print how long it took
 	"$@"
 	echo "e2e-localstack: $name took $((SECONDS - t0)) s"
 }
-destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${ctx[@]}"; }
+destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${app[@]}"; }
 
-step bootstrap "$cdklocal" bootstrap --no-notices "${ctx[@]}"
-step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${ctx[@]}"
+step synth "$cdk" synth --no-notices -q -c profile=localstack -c stackName="$stack" \
+	-c consumerCode=build/local/consumer -c producerCode=build/local/producer -o "$assembly"
+step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
+step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0
 step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
