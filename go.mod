@@ -21,7 +21,9 @@ require (
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
+	github.com/redis/go-redis/v9 v9.22.0
 )
 
 require (
@@ -42,10 +44,12 @@ require (
 	github.com/cdklabs/awscdk-asset-awscli-go/awscliv1/v2 v2.2.292 // indirect
 	github.com/cdklabs/awscdk-asset-node-proxy-agent-go/nodeproxyagentv6/v2 v2.1.2 // indirect
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v54 v54.11.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.39.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -63,5 +67,6 @@ require (
 replace (
 	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore => ./pkg/idem/redisstore
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ./pkg/idem/sqsbatch
 )

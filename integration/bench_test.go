@@ -19,6 +19,12 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
+// The in-process benchmarks of the Guard on DynamoDB Local: requests per
+// message (req/op, counted in the SDK) and ns/op, a quick check that needs
+// no Python or Node (`make bench-quick`). The comparison with Powertools,
+// with requests counted on the wire and CPU per message, is `make bench`
+// (integration/bench/cmd/bench).
+
 // benchEnv is what every benchmark shares: one DynamoDB Local, a client
 // counting the requests it sends, a receipt table and a ledger table.
 type benchEnv struct {

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -47,6 +48,12 @@ func isTakeable(rec idem.Record, now time.Time) bool {
 
 // decode turns an item into a Record. Missing attributes decode as zero
 // values; times that are absent stay the zero time.
+//
+// Each attribute of the type the store writes is read directly; anything
+// else (a NULL, a type someone else wrote) goes through attributevalue, so
+// the result, errors included, is what attributevalue.Unmarshal gives. The
+// direct path matters: decode runs for every acquire and every duplicate,
+// and reflection per attribute cost more than the rest of the Store.
 func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error) {
 	n := s.names
 	var (
@@ -54,29 +61,22 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		status                      string
 		leaseUntil, expires, update int64
 	)
-	fields := []struct {
-		name string
-		dst  any
-	}{
-		{s.storageKeyAttr(), &rec.Key},
-		{n.Status, &status},
-		{n.Lease, &rec.Lease},
-		{n.LeaseUntil, &leaseUntil},
-		{n.TTL, &expires},
-		{n.Attempts, &rec.Attempts},
-		{n.Fingerprint, &rec.Fingerprint},
-		{n.Result, &rec.Result},
-		{n.NoResult, &rec.ResultOmitted},
-		{n.UpdatedAt, &update},
-		{n.LastError, &rec.LastError},
+	errs := [...]error{
+		attr(item, s.storageKeyAttr(), &rec.Key, asString),
+		attr(item, n.Status, &status, asString),
+		attr(item, n.Lease, &rec.Lease, asString),
+		attr(item, n.LeaseUntil, &leaseUntil, asInt64),
+		attr(item, n.TTL, &expires, asInt64),
+		attr(item, n.Attempts, &rec.Attempts, asInt),
+		attr(item, n.Fingerprint, &rec.Fingerprint, asString),
+		attr(item, n.Result, &rec.Result, asBytes),
+		attr(item, n.NoResult, &rec.ResultOmitted, asBool),
+		attr(item, n.UpdatedAt, &update, asInt64),
+		attr(item, n.LastError, &rec.LastError, asString),
 	}
-	for _, f := range fields {
-		av, ok := item[f.name]
-		if !ok {
-			continue
-		}
-		if err := attributevalue.Unmarshal(av, f.dst); err != nil {
-			return idem.Record{}, fmt.Errorf("dynamostore: decode attribute %q: %w", f.name, err)
+	for _, err := range errs {
+		if err != nil {
+			return idem.Record{}, err
 		}
 	}
 	rec.Status = idem.Status(status)
@@ -93,4 +93,70 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		rec.Result = nil
 	}
 	return rec, nil
+}
+
+// attr decodes the attribute name of item into dst, if it is there: with
+// direct when it can, else with attributevalue.Unmarshal.
+func attr[T any](item map[string]types.AttributeValue, name string, dst *T, direct func(types.AttributeValue, *T) bool) error {
+	av, ok := item[name]
+	if !ok || direct(av, dst) {
+		return nil
+	}
+	if err := attributevalue.Unmarshal(av, dst); err != nil {
+		return fmt.Errorf("dynamostore: decode attribute %q: %w", name, err)
+	}
+	return nil
+}
+
+// The direct decoders: true when av is of the type the store writes and
+// was decoded as attributevalue would decode it.
+
+func asString(av types.AttributeValue, dst *string) bool {
+	v, ok := av.(*types.AttributeValueMemberS)
+	if ok {
+		*dst = v.Value
+	}
+	return ok
+}
+
+func asInt64(av types.AttributeValue, dst *int64) bool {
+	v, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	i, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = i
+	return true
+}
+
+func asInt(av types.AttributeValue, dst *int) bool {
+	v, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	i, err := strconv.ParseInt(v.Value, 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	*dst = int(i)
+	return true
+}
+
+func asBytes(av types.AttributeValue, dst *[]byte) bool {
+	v, ok := av.(*types.AttributeValueMemberB)
+	if ok {
+		*dst = append([]byte(nil), v.Value...) // a copy, as attributevalue makes
+	}
+	return ok
+}
+
+func asBool(av types.AttributeValue, dst *bool) bool {
+	v, ok := av.(*types.AttributeValueMemberBOOL)
+	if ok {
+		*dst = v.Value
+	}
+	return ok
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
 // An expression of this package is built once per Store and shape with the
@@ -48,7 +50,14 @@ func (s slot) marker() expression.ValueBuilder { return expression.Value("\x00sl
 type expr struct {
 	update, condition *string
 	names             map[string]string
-	slots             map[string]slot // placeholder → slot
+	slots             []placeholder
+}
+
+// placeholder is a value placeholder of an expression and its slot. A
+// slice, not a map: values walks it on every request.
+type placeholder struct {
+	ph   string
+	slot slot
 }
 
 // newExpr builds b and records its placeholders.
@@ -57,13 +66,13 @@ func newExpr(b expression.Builder) (*expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build expression: %w", err)
 	}
-	x := &expr{update: e.Update(), condition: e.Condition(), names: e.Names(), slots: make(map[string]slot, len(e.Values()))}
+	x := &expr{update: e.Update(), condition: e.Condition(), names: e.Names(), slots: make([]placeholder, 0, len(e.Values()))}
 	for ph, v := range e.Values() {
 		s, ok := v.(*types.AttributeValueMemberS)
 		if !ok || len(s.Value) < len("\x00slot:") || s.Value[:len("\x00slot:")] != "\x00slot:" {
 			return nil, fmt.Errorf("build expression: value %s is not a slot", ph)
 		}
-		x.slots[ph] = slot(s.Value[len("\x00slot:"):])
+		x.slots = append(x.slots, placeholder{ph, slot(s.Value[len("\x00slot:"):])})
 	}
 	return x, nil
 }
@@ -71,12 +80,12 @@ func newExpr(b expression.Builder) (*expr, error) {
 // values fills the placeholders of x from vals; every slot must be given.
 func (x *expr) values(vals map[slot]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(x.slots))
-	for ph, s := range x.slots {
-		v, ok := vals[s]
+	for _, p := range x.slots {
+		v, ok := vals[p.slot]
 		if !ok {
-			return nil, fmt.Errorf("expression: no value for slot %q", s)
+			return nil, fmt.Errorf("expression: no value for slot %q", p.slot)
 		}
-		out[ph] = v
+		out[p.ph] = v
 	}
 	return out, nil
 }
@@ -102,6 +111,17 @@ func (c *exprCache) get(shape any, build func() expression.Builder) (*expr, erro
 
 // Attribute values.
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// Values that never change, made once and shared by every request: the SDK
+// only reads a request's values.
+var (
+	avInProgress = str(string(idem.StatusInProgress))
+	avFailed     = str(string(idem.StatusFailed))
+	avCompleted  = str(string(idem.StatusCompleted))
+	avOne        = num(1)
+	avTrue       = &types.AttributeValueMemberBOOL{Value: true}
+)
+
 func num(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }

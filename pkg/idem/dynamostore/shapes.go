@@ -103,7 +103,7 @@ func addResult(vals map[slot]types.AttributeValue, result []byte, omitted bool) 
 	case resultKept:
 		vals[slotResult] = bin(result)
 	case resultOmitted:
-		vals[slotOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+		vals[slotOmitted] = avTrue
 	}
 }
 

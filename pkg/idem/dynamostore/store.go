@@ -50,7 +50,9 @@ const (
 type Store struct {
 	client API
 	table  string
-	names  Names
+	// tableName is table for the inputs, made once.
+	tableName *string
+	names     Names
 	// sortKey and partitionValue are set by WithCompositeKey: records live
 	// under (partitionValue, storage key) in a table with a sort key.
 	sortKey, partitionValue string
@@ -104,7 +106,7 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if table == "" {
 		return nil, fmt.Errorf("%w: dynamostore: empty table name", idem.ErrInvalid)
 	}
-	s := &Store{client: client, table: table, names: DefaultSchema, backoff: jitter}
+	s := &Store{client: client, table: table, tableName: aws.String(table), names: DefaultSchema, backoff: jitter}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
 			return nil, err
@@ -157,23 +159,24 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 	if err != nil {
 		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, err)
 	}
+	now := num(millis(a.Now))
 	vals, err := x.values(map[slot]types.AttributeValue{
-		slotInProgress:  str(string(idem.StatusInProgress)),
-		slotFailed:      str(string(idem.StatusFailed)),
+		slotInProgress:  avInProgress,
+		slotFailed:      avFailed,
 		slotLease:       str(a.Lease),
 		slotLeaseUntil:  num(millis(a.LeaseUntil)),
 		slotExpiresAt:   num(seconds(a.ExpiresAt)),
-		slotUpdatedAt:   num(millis(a.Now)),
+		slotUpdatedAt:   now,
 		slotNowSeconds:  num(seconds(a.Now)),
-		slotNowMillis:   num(millis(a.Now)),
-		slotOne:         num(1),
+		slotNowMillis:   now,
+		slotOne:         avOne,
 		slotFingerprint: str(a.Fingerprint),
 	})
 	if err != nil {
 		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, err)
 	}
 	in := &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
+		TableName:                           s.tableName,
 		Key:                                 s.key(a.Key),
 		UpdateExpression:                    x.update,
 		ConditionExpression:                 x.condition,
@@ -182,13 +185,22 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	var out *dynamodb.UpdateItemOutput
+	var (
+		out *dynamodb.UpdateItemOutput
+		ccf *types.ConditionalCheckFailedException
+	)
 	err = s.retry(ctx, acquireTries, func(ctx context.Context) error {
 		var err error
 		out, err = s.client.UpdateItem(ctx, in, noSDKRetries)
+		if errors.As(err, &ccf) {
+			// The record in the way: an answer, not an error. Returned as
+			// one, every duplicate would pay for asking whether it is
+			// worth retrying (the SDK's retryables format its message).
+			return nil
+		}
 		return err
 	})
-	if err == nil {
+	if err == nil && ccf == nil {
 		rec, err := s.decode(out.Attributes)
 		if err != nil {
 			return idem.Record{}, false, false, err
@@ -196,10 +208,9 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 		return rec, true, false, nil
 	}
 
-	var ccf *types.ConditionalCheckFailedException
 	var conflict *types.TransactionConflictException
 	switch {
-	case errors.As(err, &ccf):
+	case ccf != nil:
 		// A retried request whose first attempt landed finds its own record
 		// here, lease included: the Guard recognises it.
 		rec, found, err := s.inTheWay(ctx, a.Key, ccf.Item, a.Now)
@@ -249,7 +260,7 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 		return fmt.Errorf("dynamostore: complete %q: %w", key, err)
 	}
 	vals := map[slot]types.AttributeValue{
-		slotStatus:    str(string(idem.StatusCompleted)),
+		slotStatus:    avCompleted,
 		slotLease:     str(lease),
 		slotExpiresAt: num(seconds(c.ExpiresAt)),
 		slotUpdatedAt: num(millis(c.Now)),
@@ -291,7 +302,7 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 		return fmt.Errorf("dynamostore: release %q: %w", key, err)
 	}
 	in, err := s.fenced(key, x, map[slot]types.AttributeValue{
-		slotStatus:    str(string(idem.StatusFailed)),
+		slotStatus:    avFailed,
 		slotLease:     str(lease),
 		slotUpdatedAt: num(millis(now)),
 		slotLastError: str(reason),
@@ -321,7 +332,7 @@ func (s *Store) fenced(key string, x *expr, vals map[slot]types.AttributeValue) 
 		return nil, err
 	}
 	return &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       s.key(key),
 		UpdateExpression:          x.update,
 		ConditionExpression:       x.condition,
@@ -352,7 +363,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, bool, error) 
 }
 
 func (s *Store) get(ctx context.Context, key string) (idem.Record, bool, error) {
-	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.key(key), ConsistentRead: aws.Bool(true)}
+	in := &dynamodb.GetItemInput{TableName: s.tableName, Key: s.key(key), ConsistentRead: aws.Bool(true)}
 	var out *dynamodb.GetItemOutput
 	err := s.retry(ctx, acquireTries, func(ctx context.Context) error {
 		var err error
