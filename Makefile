@@ -22,14 +22,15 @@ LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/
 # The race detector needs cgo, hence a C compiler; without one, no -race.
 RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
-# -parallel 8: the scenarios mostly wait for visibility timeouts, and go
-# test would run only GOMAXPROCS (2 here) of them at a time.
 # On the lightweight emulators every package; on LocalStack the suite itself
-# (the internal packages test the harness, not the backend).
-INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -parallel 8 -v
+# (the internal packages test the harness, not the backend). -parallel: the
+# scenarios mostly wait for visibility timeouts, and go test would run only
+# GOMAXPROCS (2 here) at a time; 4 on the emulators, where the test profile's
+# 2 s functions must not be starved, 6 on LocalStack (4 s functions).
+INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -v
 QUIET             := grep -v '^=== \(RUN\|PAUSE\|CONT\)'
-INTEGRATION_TESTS := $(INTEGRATION_GO) ./integration/... | $(QUIET)
-LOCALSTACK_TESTS  := $(INTEGRATION_GO) ./integration/ | $(QUIET)
+INTEGRATION_TESTS := $(INTEGRATION_GO) -parallel 4 ./integration/... | $(QUIET)
+LOCALSTACK_TESTS  := $(INTEGRATION_GO) -parallel 6 ./integration/ | $(QUIET)
 LOCALSTACK        := bash integration/scripts/localstack.sh
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
 
@@ -112,6 +113,17 @@ bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat si
 .PHONY: demo
 demo: deps build synth-test ## run producer -> queue -> consumers on local emulators and print the report
 	go run ./integration/cmd/demo
+
+# CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-orders 20000 -kill 0.05'.
+.PHONY: chaos
+chaos: deps build synth-test ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
+	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
+
+# The 5,000-order version for make test: both modes at once, each with
+# half the full run's instances, so that the two tails overlap.
+.PHONY: chaos-small
+chaos-small: deps build synth-test ## the chaos run with 5,000 orders per mode (about 90 s)
+	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 3 $(CHAOS_FLAGS)
 
 .PHONY: lint
 lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)

@@ -27,10 +27,10 @@ import (
 // correctness tests: they count effects, not milliseconds.
 
 // TestFaultTier runs the fault tier's tests one after the other (each is
-// concurrent inside), beside the scenarios: two of them at once would
-// saturate the machine and test it rather than the library.
+// concurrent inside), before the scenarios start (it is not parallel): with
+// them, or two at once, they would saturate the machine and test it rather
+// than the library, and starve the scenarios' 2 s functions.
 func TestFaultTier(t *testing.T) {
-	t.Parallel()
 	emulatorsOnly(t)
 	for _, tc := range []struct {
 		name string

@@ -50,6 +50,7 @@ var goRedisOwn = []string{
 // this checkout's library modules.
 func TestLibraryDependencies(t *testing.T) {
 	t.Parallel()
+	emulatorsOnly(t)
 	root, err := emu.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
