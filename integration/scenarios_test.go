@@ -353,8 +353,23 @@ func TestProducerRetriggered(t *testing.T) {
 	wg.Wait()
 	sent := results[0].Sent + results[1].Sent
 	skipped := results[0].Duplicates + results[0].InProgress + results[1].Duplicates + results[1].InProgress
-	if sent != 40 || skipped != 40 {
-		t.Fatalf("two concurrent runs: %+v; want 40 sent in all and 40 skipped", results)
+	failed := results[0].Failed + results[1].Failed
+	if sent > 40 || sent+skipped+failed != 80 {
+		t.Fatalf("two concurrent runs: %+v; want no order sent by both, every order accounted for in each", results)
+	}
+	// On a loaded machine a run's time for an order can run out before its
+	// batch goes ("not sent"): the scheduler runs it again, and the guard
+	// sends only those.
+	if failed > 0 {
+		n, runs, err := produceAll(ctx, s, orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d orders not sent by the concurrent runs (time ran out): %d runs again sent %d", failed, runs, n)
+		sent += n
+	}
+	if sent != 40 {
+		t.Fatalf("orders sent %d in all, want 40", sent)
 	}
 	drain(t, s, time.Minute)
 	r := check(t, s, orders)
