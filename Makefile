@@ -78,7 +78,7 @@ synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts
 	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
 
 .PHONY: synth-localstack
-synth-localstack: npm $(ARM_BOOTSTRAPS) ## synthesize the localstack profile (test profile, timeouts for a slower endpoint) into cdk.localstack.out
+synth-localstack: npm build-local ## synthesize the localstack profile (test profile, timeouts for a slower endpoint, host-arch code) into cdk.localstack.out
 	$(CDK) synth $(CDK_FLAGS) -q -c profile=localstack -o cdk.localstack.out
 
 .PHONY: integration
@@ -90,7 +90,6 @@ test: deps build unit lint cfn-checks synth-test synth-localstack test-hostexec 
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stack deployed, driven and destroyed, on one instance.
-	$(MAKE) --no-print-directory build-local
 	$(LOCALSTACK) run --deploy -- bash -c '$(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
@@ -167,7 +166,7 @@ build/local/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=$$(go env GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $@ ./functions/$*
 
 .PHONY: e2e-localstack
-e2e-localstack: npm build-local ## deploy the localstack profile into LocalStack, drive duplicates through its own event source mapping, destroy
+e2e-localstack: synth-localstack ## deploy the localstack profile into LocalStack, drive duplicates through its own event source mapping, destroy
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/e2e-localstack.sh
 
 .PHONY: deploy-local

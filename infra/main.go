@@ -10,8 +10,8 @@
 //	mode             lease | transactional
 //	effectUrl        sets EFFECT_URL on the consumer
 //	alarmTopicArn    existing SNS topic every alarm notifies (default: none)
-//	consumerCode     asset dir, default build/consumer
-//	producerCode     asset dir, default build/producer
+//	consumerCode     asset dir, default build/consumer (localstack: build/local/consumer)
+//	producerCode     asset dir, default build/producer (localstack: build/local/producer)
 //	nag              true: run the AwsSolutions and Serverless cdk-nag packs
 package main
 
@@ -47,6 +47,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// LocalStack runs the functions on this machine (make build-local).
+	var code struct{ consumer, producer string }
+	if ctx("profile") == "localstack" {
+		code.consumer, code.producer = LocalConsumerCode, LocalProducerCode
+	}
 	if v := ctx("stackName"); v != "" {
 		stackName = v
 	}
@@ -68,8 +73,8 @@ func run() error {
 
 	stack := NewStack(app, stackName, &StackProps{
 		Config:       cfg,
-		ConsumerCode: ctx("consumerCode"),
-		ProducerCode: ctx("producerCode"),
+		ConsumerCode: or(ctx("consumerCode"), code.consumer),
+		ProducerCode: or(ctx("producerCode"), code.producer),
 	})
 	if ctx("nag") == "true" {
 		ApplyNag(stack)
@@ -82,4 +87,12 @@ func run() error {
 func ApplyNag(stack awscdk.Stack) {
 	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	awscdk.Aspects_Of(stack).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+}
+
+// or returns v, or def when v is empty.
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

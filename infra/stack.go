@@ -18,6 +18,10 @@ import (
 const (
 	DefaultConsumerCode = "build/consumer"
 	DefaultProducerCode = "build/producer"
+	// The localstack profile's: host-arch bootstraps (make build-local),
+	// since LocalStack runs the functions on this machine.
+	LocalConsumerCode = "build/local/consumer"
+	LocalProducerCode = "build/local/producer"
 )
 
 // consumerID is the construct id of the consumer. CDK leaves "Default" out

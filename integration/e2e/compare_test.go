@@ -20,12 +20,12 @@ import (
 )
 
 // templatePath is the template cdklocal deployed: $SQSIDEM_TEMPLATE, else
-// the one `make deploy-local` synthesizes into build/local/cdk.out.
+// the one `make synth-localstack` writes.
 func templatePath(stack string) string {
 	if p := os.Getenv("SQSIDEM_TEMPLATE"); p != "" {
 		return p
 	}
-	return filepath.Join("..", "..", "build", "local", "cdk.out", stack+".template.json")
+	return filepath.Join("..", "..", "cdk.localstack.out", stack+".template.json")
 }
 
 type resource struct {

@@ -47,11 +47,13 @@ func TestDeployedStack(t *testing.T) {
 
 	batch := system.Orders("e2e-"+strconv.FormatInt(time.Now().Unix(), 36), orders)
 	start := time.Now()
-	first := d.produce(ctx, t, batch)
+	sent, runs := d.produceAll(ctx, t, batch)
 	second := d.produce(ctx, t, batch)
-	t.Logf("producer: first run %+v; re-triggered run %+v", first, second)
-	if first.Sent != orders || second.Duplicates != orders || second.Sent != 0 {
-		t.Fatalf("producer: first run sent %d, second run sent %d with %d duplicates; want %d, 0, %d", first.Sent, second.Sent, second.Duplicates, orders, orders)
+	// A run that timed out reports nothing, although it may have sent: the
+	// re-triggered run says whether every order is known as sent.
+	t.Logf("producer: %d orders reported sent in %d run(s); re-triggered run %+v", sent, runs, second)
+	if second.Duplicates != orders || second.Sent != 0 {
+		t.Fatalf("producer: the re-triggered run sent %d with %d duplicates; want 0 and %d", second.Sent, second.Duplicates, orders)
 	}
 	if err := d.sendRaw(ctx, batch[:rawCopies]...); err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func TestDeployedStack(t *testing.T) {
 	if double != 0 || missing != 0 {
 		t.Fatalf("double effects %d, orders never applied %d; want 0 and 0", double, missing)
 	}
-	if outcomes["executed"] < orders || outcomes["duplicate"] < rawCopies {
+	if outcomes["executed"] != orders || outcomes["duplicate"] < rawCopies {
 		t.Fatalf("consumer outcomes %v: want %d executed and the %d raw copies suppressed as duplicates", outcomes, orders, rawCopies)
 	}
 	if len(dead) != 2 {

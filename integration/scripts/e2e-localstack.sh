@@ -2,9 +2,10 @@
 # e2e-localstack.sh: the real stack, deployed into the LocalStack of
 # AWS_ENDPOINT_URL (run it under `localstack.sh run --deploy`), driven, then
 # destroyed:
-#   cdklocal bootstrap and deploy of the localstack profile (host-arch
-#   bootstraps in build/local), TestDeployedStack (duplicates through
-#   LocalStack's own event source mapping), cdklocal destroy, TestNothingLeft.
+#   cdklocal bootstrap and deploy of the localstack profile as `make
+#   synth-localstack` synthesized it (cdk.localstack.out, host-arch bootstraps
+#   from build/local), TestDeployedStack (duplicates through LocalStack's own
+#   event source mapping), cdklocal destroy, TestNothingLeft.
 # The stack is destroyed whether the test passes or not. Prints each step's time.
 set -euo pipefail
 
@@ -12,12 +13,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 [[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-localstack: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
 
-cdk="$root/node_modules/.bin/cdk"
 cdklocal="$root/node_modules/.bin/cdklocal"
-stack="${SQSIDEM_STACK:-SqsIdemLocal}"
-assembly=build/local/cdk.out
-# Synthesized once; bootstrap, deploy and destroy then read the assembly
-# (--app) instead of running the app again.
+stack=SqsIdemLocal
+assembly=cdk.localstack.out
+[[ -f "$assembly/$stack.template.json" ]] || { echo "e2e-localstack: no $assembly/$stack.template.json (make synth-localstack)" >&2; exit 2; }
+# Bootstrap, deploy and destroy read the assembly (--app) rather than run
+# the app again.
 app=(--app "$assembly")
 export SQSIDEM_STACK="$stack" SQSIDEM_TEMPLATE="$root/$assembly/$stack.template.json"
 
@@ -30,8 +31,6 @@ step() { # step NAME CMD...: run CMD and print how long it took
 }
 destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${app[@]}"; }
 
-step synth "$cdk" synth --no-notices -q -c profile=localstack -c stackName="$stack" \
-	-c consumerCode=build/local/consumer -c producerCode=build/local/producer -o "$assembly"
 step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0
