@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -227,31 +223,6 @@ func keys(prefix, infix string, n int) []string {
 	return out
 }
 
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// procStatusKB reads a field of /proc/self/status (VmRSS, VmHWM) in kB.
-func procStatusKB(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 func versions() map[string]*string {
 	v := map[string]*string{"go": aws.String(runtime.Version())}
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -270,8 +241,8 @@ func versions() map[string]*string {
 func coldResult(a args) driver.Result {
 	return driver.Result{
 		System: driver.SystemGo, Scenario: driver.Cold, Workers: a.workers,
-		Seconds: time.Since(t0).Seconds(), CPUSeconds: cpuSeconds(),
-		RSSKB: procStatusKB("VmRSS"), RSSPeakKB: procStatusKB("VmHWM"),
+		Seconds: time.Since(t0).Seconds(), CPUSeconds: driver.CPUSeconds(),
+		RSSKB: driver.ProcStatusKB("VmRSS"), RSSPeakKB: driver.ProcStatusKB("VmHWM"),
 		OK: true, Versions: versions(),
 	}
 }

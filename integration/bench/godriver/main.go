@@ -145,7 +145,7 @@ func run(a args) int {
 		fmt.Fprintf(os.Stderr, "godriver: %v\n", err)
 		return driver.ExitBadRun
 	}
-	out.RSSKB, out.RSSPeakKB = procStatusKB("VmRSS"), procStatusKB("VmHWM")
+	out.RSSKB, out.RSSPeakKB = driver.ProcStatusKB("VmRSS"), driver.ProcStatusKB("VmHWM")
 	if out.Seconds > 0 {
 		out.MsgsPerSecond = float64(out.Messages) / out.Seconds
 	}
@@ -195,9 +195,9 @@ func measure(env *env, a args, out *driver.Result, loop func() error) error {
 			return err
 		}
 	}
-	req0, cpu0, start := env.counter.snapshot(), cpuSeconds(), time.Now()
+	req0, cpu0, start := env.counter.snapshot(), driver.CPUSeconds(), time.Now()
 	err := loop()
-	elapsed, cpu1, req1 := time.Since(start), cpuSeconds(), env.counter.snapshot()
+	elapsed, cpu1, req1 := time.Since(start), driver.CPUSeconds(), env.counter.snapshot()
 	if a.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,41 +16,16 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exactlyonce/sqsidem/integration/bench/internal/driver"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/redisstore"
 )
-
-// result is the drivers' JSON (integration/bench/internal/driver.Result),
-// the fields a lease scenario fills.
-type result struct {
-	System               string             `json:"system"`
-	Scenario             string             `json:"scenario"`
-	Workers              int                `json:"workers"`
-	Messages             int                `json:"messages"`
-	Validation           string             `json:"validation"`
-	Seconds              float64            `json:"seconds"`
-	CPUSeconds           float64            `json:"cpu_seconds"`
-	RSSKB                int64              `json:"rss_kb"`
-	RSSPeakKB            int64              `json:"rss_peak_kb"`
-	Errors               int                `json:"errors"`
-	OK                   bool               `json:"ok"`
-	Failure              string             `json:"failure,omitempty"`
-	MsgsPerSecond        float64            `json:"msgs_per_second"`
-	CPUSecondsPerMessage float64            `json:"cpu_seconds_per_message"`
-	Requests             map[string]int     `json:"requests"`
-	RequestsPerMessage   float64            `json:"requests_per_message"`
-	RequestsTotal        map[string]int     `json:"requests_total"`
-	Versions             map[string]*string `json:"versions"`
-}
 
 // roundTrips counts the commands and pipelines the client sends.
 type roundTrips struct{ n atomic.Int64 }
@@ -104,11 +78,11 @@ func main() {
 	}
 }
 
-func run(scenario, endpoint, table string, n, w int, validation bool) (result, error) {
+func run(scenario, endpoint, table string, n, w int, validation bool) (driver.Result, error) {
 	ctx := context.Background()
 	opts, err := redis.ParseURL(endpoint)
 	if err != nil {
-		return result{}, err
+		return driver.Result{}, err
 	}
 	opts.PoolSize = w // as many connections as workers, as on the DynamoDB side
 	client := redis.NewClient(opts)
@@ -117,11 +91,11 @@ func run(scenario, endpoint, table string, n, w int, validation bool) (result, e
 	client.AddHook(trips)
 	store, err := redisstore.New(client, redisstore.WithPrefix("idem:"+table+":"))
 	if err != nil {
-		return result{}, err
+		return driver.Result{}, err
 	}
 	guard, err := idem.New(store, "bench")
 	if err != nil {
-		return result{}, err
+		return driver.Result{}, err
 	}
 	var (
 		mu    sync.Mutex
@@ -166,16 +140,16 @@ func run(scenario, endpoint, table string, n, w int, validation bool) (result, e
 	}
 	warm := bodies("warm-", w)
 	if errs, first := pool(w, warm, call, idem.Executed); errs > 0 {
-		return result{}, fmt.Errorf("warm-up: %v", first)
+		return driver.Result{}, fmt.Errorf("warm-up: %v", first)
 	}
 	if errs, first := pool(w, warm, call, idem.Duplicate); errs > 0 {
-		return result{}, fmt.Errorf("warm-up: %v", first)
+		return driver.Result{}, fmt.Errorf("warm-up: %v", first)
 	}
 	msgs := bodies("", n)
 	want := idem.Executed
 	if scenario == "lease-dup" {
 		if errs, first := pool(w, msgs, call, idem.Executed); errs > 0 {
-			return result{}, fmt.Errorf("seeding: %v", first)
+			return driver.Result{}, fmt.Errorf("seeding: %v", first)
 		}
 		want = idem.Duplicate
 	}
@@ -183,16 +157,16 @@ func run(scenario, endpoint, table string, n, w int, validation bool) (result, e
 	calls = map[string]int{}
 	mu.Unlock()
 
-	trips0, cpu0, start := trips.n.Load(), cpuSeconds(), time.Now()
+	trips0, cpu0, start := trips.n.Load(), driver.CPUSeconds(), time.Now()
 	errs, first := pool(w, msgs, call, want)
-	elapsed, cpu1, trips1 := time.Since(start), cpuSeconds(), trips.n.Load()
+	elapsed, cpu1, trips1 := time.Since(start), driver.CPUSeconds(), trips.n.Load()
 
-	out := result{
+	out := driver.Result{
 		System: "pkg-idem-redis", Scenario: scenario, Workers: w, Messages: n, Validation: map[bool]string{true: "on", false: "off"}[validation],
 		Seconds: elapsed.Seconds(), CPUSeconds: cpu1 - cpu0, Errors: errs,
 		Requests:      map[string]int{"roundtrip": int(trips1 - trips0)},
 		RequestsTotal: map[string]int{"roundtrip": int(trips1)},
-		RSSKB:         procStatusKB("VmRSS"), RSSPeakKB: procStatusKB("VmHWM"),
+		RSSKB:         driver.ProcStatusKB("VmRSS"), RSSPeakKB: driver.ProcStatusKB("VmHWM"),
 	}
 	out.MsgsPerSecond = float64(n) / out.Seconds
 	out.CPUSecondsPerMessage = out.CPUSeconds / float64(n)
@@ -239,28 +213,4 @@ func pool(w int, msgs []string, call func(string, idem.Outcome) error, want idem
 	}
 	wg.Wait()
 	return errs, first
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-func procStatusKB(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			v, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return v
-		}
-	}
-	return 0
 }

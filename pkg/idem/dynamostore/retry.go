@@ -3,8 +3,6 @@ package dynamostore
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	stores "github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 )
 
 // The Store retries on its own, with short, jittered, bounded backoff, and
@@ -22,8 +22,6 @@ import (
 // needs to land. The Store's retries know what each request is for: a
 // receipt is retried until the lease ends, the rest a few times.
 const (
-	retryBase = 25 * time.Millisecond
-	retryCap  = 400 * time.Millisecond
 	// acquireTries bounds the attempts of an acquire, a commit and a read:
 	// failing them early is safe (nothing ran), and the message comes back.
 	acquireTries = 8
@@ -46,22 +44,7 @@ func noSDKRetries(o *dynamodb.Options) {
 // retry calls op until it succeeds, fails for good, ctx ends, or tries
 // attempts were made (tries 0: until ctx ends).
 func (s *Store) retry(ctx context.Context, tries int, op func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		err := op(ctx)
-		if err == nil || !transient(err) {
-			return err
-		}
-		if tries > 0 && attempt+1 >= tries {
-			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, err)
-		}
-		t := time.NewTimer(s.backoff(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, errors.Join(err, ctx.Err()))
-		case <-t.C:
-		}
-	}
+	return stores.Do(ctx, tries, transient, s.backoff, op)
 }
 
 // transient reports whether err is worth retrying: throttling, DynamoDB's
@@ -101,14 +84,4 @@ func tooLarge(err error) bool {
 func tooLargeMessage(msg string) bool {
 	msg = strings.ToLower(msg)
 	return strings.Contains(msg, "item size") && strings.Contains(msg, "exceeded")
-}
-
-// jitter is capped exponential backoff with full jitter, so that the
-// consumers of one throttled table do not retry in lockstep.
-func jitter(n int) time.Duration {
-	d := retryCap
-	if n < 16 {
-		d = min(retryCap, retryBase<<n)
-	}
-	return rand.N(d) + time.Millisecond
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	stores "github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 )
 
 // API is the part of the DynamoDB client the store uses. *dynamodb.Client
@@ -106,7 +107,7 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if table == "" {
 		return nil, fmt.Errorf("%w: dynamostore: empty table name", idem.ErrInvalid)
 	}
-	s := &Store{client: client, table: table, tableName: aws.String(table), names: DefaultSchema, backoff: jitter}
+	s := &Store{client: client, table: table, tableName: aws.String(table), names: DefaultSchema, backoff: stores.Jitter}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
 			return nil, err

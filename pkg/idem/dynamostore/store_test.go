@@ -424,14 +424,6 @@ func TestTransient(t *testing.T) {
 	}
 }
 
-func TestJitterIsCapped(t *testing.T) {
-	for n := range 100 {
-		if d := jitter(n); d <= 0 || d > retryCap+time.Millisecond {
-			t.Fatalf("jitter(%d) = %s", n, d)
-		}
-	}
-}
-
 func TestNewValidates(t *testing.T) {
 	if _, err := New(nil, "t"); !errors.Is(err, idem.ErrInvalid) {
 		t.Errorf("nil client: %v", err)

@@ -3,9 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
+	"github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 	"io"
-	"math/rand/v2"
 	"net"
 	"syscall"
 	"time"
@@ -25,8 +24,6 @@ import (
 // write that landed but whose response was lost is found holding the
 // caller's lease and is reported as the caller's own.
 const (
-	retryBase = 25 * time.Millisecond
-	retryCap  = 400 * time.Millisecond
 	// acquireTries bounds the attempts of an acquire and a read: failing
 	// them early is safe (nothing ran), and the message comes back.
 	acquireTries = 4
@@ -43,22 +40,7 @@ const (
 // retry calls op until it succeeds, fails for good, ctx ends, or tries
 // attempts were made (tries 0: until ctx ends).
 func (s *Store) retry(ctx context.Context, tries int, op func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		err := op(ctx)
-		if err == nil || !transient(err) {
-			return err
-		}
-		if tries > 0 && attempt+1 >= tries {
-			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, err)
-		}
-		t := time.NewTimer(s.backoff(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("gave up after %d attempts: %w", attempt+1, errors.Join(err, ctx.Err()))
-		case <-t.C:
-		}
-	}
+	return retry.Do(ctx, tries, transient, s.backoff, op)
 }
 
 // transient reports whether err is worth retrying: the server is loading,
@@ -85,14 +67,4 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout)
-}
-
-// jitter is capped exponential backoff with full jitter, so that the
-// consumers of one server do not retry in lockstep.
-func jitter(n int) time.Duration {
-	d := retryCap
-	if n < 16 {
-		d = min(retryCap, retryBase<<n)
-	}
-	return rand.N(d) + time.Millisecond
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 )
 
 // Client is the part of a go-redis client the Store uses: running Lua
@@ -83,7 +84,7 @@ func New(client Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: redisstore: nil client", idem.ErrInvalid)
 	}
-	s := &Store{client: client, prefix: DefaultPrefix, maxResult: DefaultMaxResultSize, backoff: jitter}
+	s := &Store{client: client, prefix: DefaultPrefix, maxResult: DefaultMaxResultSize, backoff: retry.Jitter}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
 			return nil, err

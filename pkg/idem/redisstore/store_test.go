@@ -335,11 +335,3 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
-
-func TestJitterIsBounded(t *testing.T) {
-	for n := range 40 {
-		if d := jitter(n); d <= 0 || d > retryCap+time.Millisecond {
-			t.Fatalf("jitter(%d) = %s, want within (0, %s]", n, d, retryCap+time.Millisecond)
-		}
-	}
-}
