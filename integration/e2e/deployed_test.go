@@ -19,8 +19,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
@@ -188,18 +186,10 @@ func (d *deployment) waitDrained(ctx context.Context, t *testing.T, want int) {
 
 func (d *deployment) depth(ctx context.Context, t *testing.T, url string) (visible, inFlight int) {
 	t.Helper()
-	out, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
+	visible, inFlight, err := system.QueueDepth(ctx, d.sqs, url)
 	if err != nil {
-		t.Fatalf("queue attributes: %v", err)
+		t.Fatal(err)
 	}
-	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible, inFlight
 }
 

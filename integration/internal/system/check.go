@@ -44,7 +44,13 @@ func (s *System) WaitIdle(ctx context.Context, progress func(visible, inFlight i
 }
 
 func (s *System) depth(ctx context.Context, url string) (visible, inFlight int, err error) {
-	out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	return QueueDepth(ctx, s.SQS, url)
+}
+
+// QueueDepth returns the approximate numbers of visible and in-flight
+// messages of the queue at url.
+func QueueDepth(ctx context.Context, c *sqs.Client, url string) (visible, inFlight int, err error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(url),
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameApproximateNumberOfMessages,
