@@ -118,11 +118,12 @@ demo: deps build synth-test ## run producer -> queue -> consumers on local emula
 chaos: deps build synth-test ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
 	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
 
-# The 5,000-order version for make test: both modes at once, each with
-# half the full run's instances, so that the two tails overlap.
+# The 5,000-order version for make test: both modes at once (their tails,
+# 36 s at least for a poison message to reach the DLQ, overlap), each with
+# half the consumers; producers enough to keep both queues fed.
 .PHONY: chaos-small
 chaos-small: deps build synth-test ## the chaos run with 5,000 orders per mode (about 90 s)
-	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 3 $(CHAOS_FLAGS)
+	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 .PHONY: lint
 lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)

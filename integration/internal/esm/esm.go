@@ -39,8 +39,11 @@ type Invoker interface {
 // BatchResult describes one processed batch, for Poller.OnBatch.
 type BatchResult struct {
 	MessageIDs []string
-	Deleted    int
-	Failed     []string // itemIdentifiers the function reported
+	// Messages are the batch's messages as received, attributes included
+	// (SentTimestamp, ApproximateReceiveCount, message attributes).
+	Messages []types.Message
+	Deleted  int
+	Failed   []string // itemIdentifiers the function reported
 	// Err is the invoke error, or why the response made the whole batch fail.
 	Err error
 }
@@ -201,7 +204,7 @@ func (p *Poller) receive(ctx context.Context) ([]types.Message, error) {
 func (p *Poller) process(ctx context.Context, msgs []types.Message) {
 	p.batches.Add(1)
 	ev := ToEvent(msgs, p.QueueARN, p.Region)
-	res := BatchResult{MessageIDs: make([]string, len(msgs))}
+	res := BatchResult{MessageIDs: make([]string, len(msgs)), Messages: msgs}
 	for i, m := range msgs {
 		res.MessageIDs[i] = aws.ToString(m.MessageId)
 	}

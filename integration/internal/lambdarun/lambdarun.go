@@ -12,7 +12,9 @@
 //
 // The server also answers POST /harness/fault?point=&key= so a function can
 // ask the harness, synchronously, whether it should die at a named point
-// (FAULT_HOOK_URL is set per instance). See Pool.SetFaultFunc.
+// (FAULT_HOOK_URL is set per instance). See Pool.SetFaultFunc, and
+// WithInvokeFaults to doom a single invocation (at a fault point, or after
+// a delay wherever the function then is).
 package lambdarun
 
 import (
@@ -166,6 +168,7 @@ type result struct {
 type invocation struct {
 	id      string
 	payload []byte
+	faults  InvokeFaults // from the Invoke context (WithInvokeFaults)
 	// Fields below are guarded by instance.mu.
 	deadline  time.Time
 	abandoned bool
@@ -341,6 +344,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	inv := &invocation{
 		id:      newRequestID(),
 		payload: payload,
+		faults:  invokeFaultsFrom(ctx),
 		started: make(chan struct{}),
 		done:    make(chan result, 1),
 	}
@@ -632,6 +636,10 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 		break
 	}
 
+	if inv.faults.KillAfter > 0 {
+		stop := in.killAfter(proc, inv)
+		defer stop()
+	}
 	in.mu.Lock()
 	deadline := inv.deadline
 	in.mu.Unlock()
@@ -813,8 +821,16 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	p := in.pool
 	point, key := r.URL.Query().Get("point"), r.URL.Query().Get("key")
 	p.countFault(point, false)
+	in.mu.Lock()
+	var own func(point, key string) Action
+	if in.proc != nil && in.proc.active != nil {
+		own = in.proc.active.faults.Fault
+	}
+	in.mu.Unlock()
 	act := Continue
-	if f := p.fault.Load(); f != nil {
+	if own != nil {
+		act = own(point, key)
+	} else if f := p.fault.Load(); f != nil {
 		act = (*f)(point, key)
 	}
 	if act == Freeze {

@@ -1,0 +1,331 @@
+package chaos
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+// LedgerRow is one order's line in the effect's ledger.
+type LedgerRow struct {
+	Issued    int       // gift cards issued: above 1 is a double effect
+	UpdatedAt time.Time // when the last one was issued
+}
+
+// Evidence is everything the accounting looks at once the run is over.
+type Evidence struct {
+	Plan        Plan
+	Ledger      map[string]LedgerRow
+	DeadLetters []system.DeadLetter
+	Events      []Event
+	Windows     []Window          // Unconfirmed and LeaseLost records
+	OrderOf     map[string]string // storage key → order id
+	SentAt      map[string]time.Time
+	// Handed are the orders the publisher gave the producer; nil: all.
+	// A run stopped by its time limit hands over only some.
+	Handed      map[string]time.Time
+	Unpublished []string
+	LeaseMode   bool
+}
+
+// Double is an order whose effect ran more than once, and why.
+type Double struct {
+	OrderID string
+	Issued  int
+	Causes  []Cause // empty: unexplained; the most direct first
+}
+
+// Cause is something that can run an order's effect twice.
+type Cause struct {
+	Class string // "Unconfirmed", "kill after-effect", "freeze", … (for counting)
+	Text  string // which one, when, where
+}
+
+// Cause classes, most direct first.
+const (
+	ClassUnconfirmed = "Unconfirmed (receipt not written before the lease ended)"
+	ClassLeaseLost   = "LeaseLost (a zombie's lease taken over)"
+	ClassEffectLate  = "effect's write timed out at its deadline, applied anyway (released, run again)"
+	ClassFreeze      = "SIGSTOP zombie (lease expired while frozen)"
+	ClassKillAfter   = "SIGKILL after the effect, before the receipt"
+	ClassKillBatch   = "SIGKILL of another record's point, same batch"
+	ClassKillMid     = "SIGKILL mid-batch"
+	ClassTimeout     = "killed at the function timeout"
+	ClassCrash       = "process crash"
+)
+
+var classRank = map[string]int{ClassUnconfirmed: 0, ClassLeaseLost: 1, ClassFreeze: 2, ClassKillAfter: 3, ClassKillMid: 4, ClassEffectLate: 5, ClassKillBatch: 6, ClassTimeout: 7, ClassCrash: 8}
+
+// Account is what happened to every order.
+type Account struct {
+	Orders        int // orders published (poison included)
+	Applied       int // orders with a gift card
+	DoubleEffects int // gift cards beyond the first
+	Doubled       []Double
+	Unexplained   []string // doubled orders no kill, freeze or missing receipt explains
+	Lost          []string // neither applied nor in the DLQ
+	Unpublished   []string // never confirmed sent by the producer, and not applied
+	NotSent       int      // never handed to the producer: the run stopped first
+	PoisonApplied []string // poison orders that got a gift card: impossible
+	DLQ           []ReasonCount
+	DLQOrders     []string // plain orders in the DLQ (allowed, with their reason)
+	Latency       Percentiles
+	Windows       map[string]int // Unconfirmed / LeaseLost records by outcome
+}
+
+// ReasonCount is one DLQ reason and the messages that carry it.
+type ReasonCount struct {
+	Reason string
+	Count  int
+}
+
+// Settle accounts for every order of the evidence's plan.
+func Settle(ev Evidence) Account {
+	a := Account{Windows: map[string]int{}}
+	dead := map[string]bool{}
+	reasons := map[string]int{}
+	killed := killsByOrder(ev.Events)
+	for _, d := range ev.DeadLetters {
+		dead[d.OrderID] = true
+		reason := Tidy(d.Reason)
+		switch {
+		case reason != "":
+		case killed[d.OrderID] != "":
+			// No delivery lived to log an outcome.
+			reason = "never answered: every delivery was killed (" + killed[d.OrderID] + ")"
+		default:
+			reason = NoReason
+		}
+		reasons[reason]++
+		if _, planned := ev.Plan.Poison[d.OrderID]; !planned && !slices.Contains(ev.Plan.Malformed, d.OrderID) {
+			a.DLQOrders = append(a.DLQOrders, d.OrderID)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(reasons)) {
+		a.DLQ = append(a.DLQ, ReasonCount{Reason: r, Count: reasons[r]})
+	}
+	unpublished := map[string]bool{}
+	for _, id := range ev.Unpublished {
+		unpublished[id] = true
+	}
+	causes := attribute(ev)
+	var latencies []time.Duration
+	for _, o := range ev.Plan.Orders {
+		if _, handed := ev.Handed[o.OrderID]; ev.Handed != nil && !handed {
+			a.NotSent++
+			continue
+		}
+		a.Orders++
+		row := ev.Ledger[o.OrderID]
+		switch {
+		case row.Issued >= 1 && o.Poison:
+			a.PoisonApplied = append(a.PoisonApplied, o.OrderID)
+		case row.Issued >= 1:
+			a.Applied++
+			if sent, ok := ev.SentAt[o.OrderID]; ok && row.Issued == 1 && !row.UpdatedAt.IsZero() {
+				latencies = append(latencies, row.UpdatedAt.Sub(sent))
+			}
+		case dead[o.OrderID]:
+		case unpublished[o.OrderID]:
+			a.Unpublished = append(a.Unpublished, o.OrderID)
+		default:
+			a.Lost = append(a.Lost, o.OrderID)
+		}
+		if row.Issued > 1 {
+			a.DoubleEffects += row.Issued - 1
+			d := Double{OrderID: o.OrderID, Issued: row.Issued, Causes: causes[o.OrderID]}
+			a.Doubled = append(a.Doubled, d)
+			if len(d.Causes) == 0 {
+				a.Unexplained = append(a.Unexplained, o.OrderID)
+			}
+		}
+	}
+	for _, id := range ev.Plan.Malformed {
+		if _, sent := ev.Handed[id]; (sent || ev.Handed == nil) && !dead[id] {
+			a.Lost = append(a.Lost, id)
+		}
+	}
+	for _, w := range ev.Windows {
+		a.Windows[w.Outcome]++
+	}
+	a.Latency = PercentilesOf(latencies)
+	return a
+}
+
+// storageKey matches a hashed storage key (namespace#sha256).
+var storageKey = regexp.MustCompile(`#[0-9a-f]{64}`)
+
+// Tidy makes an error fit a line of the report: one line, the storage
+// keys shortened (the order is named next to it), durations of leases
+// left out so that the same reason groups.
+func Tidy(s string) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " / ")
+	s = storageKey.ReplaceAllString(s, "#…")
+	if i := strings.Index(s, " leased for another "); i >= 0 {
+		s = s[:i] + " (leased)"
+	}
+	return s
+}
+
+// NoReason is the DLQ reason of a message nothing explains.
+const NoReason = "(no reason logged)"
+
+// killsByOrder names, per order, the kinds of kill its invocations met.
+func killsByOrder(events []Event) map[string]string {
+	kinds := map[string]map[string]bool{}
+	for _, e := range events {
+		what := e.Kind
+		if e.Point != "" {
+			what += " " + e.Point
+		}
+		for _, id := range e.Batch {
+			if kinds[id] == nil {
+				kinds[id] = map[string]bool{}
+			}
+			kinds[id][what] = true
+		}
+	}
+	out := make(map[string]string, len(kinds))
+	for id, k := range kinds {
+		out[id] = strings.Join(slices.Sorted(maps.Keys(k)), ", ")
+	}
+	return out
+}
+
+// attribute names, for each order, what could have run its effect twice:
+// a receipt that was not written (Unconfirmed) or that a zombie lost
+// (LeaseLost), and every kill, freeze or timeout of an invocation whose
+// batch held the order — any record of such a batch may have been between
+// its effect and its receipt.
+func attribute(ev Evidence) map[string][]Cause {
+	out := map[string][]Cause{}
+	for _, w := range ev.Windows {
+		id := ev.OrderOf[w.RecordKey]
+		switch w.Outcome {
+		case "unconfirmed":
+			out[id] = append(out[id], Cause{ClassUnconfirmed, fmt.Sprintf("Unconfirmed at %s: %s", w.At.Format("15:04:05.000"), Tidy(w.Error))})
+		case "lease_lost":
+			out[id] = append(out[id], Cause{ClassLeaseLost, fmt.Sprintf("LeaseLost at %s: the zombie's effect ran, another instance took the key over", w.At.Format("15:04:05.000"))})
+		case EffectTimeout:
+			out[id] = append(out[id], Cause{ClassEffectLate, fmt.Sprintf("effect failed at %s with its ledger write in flight: %s", w.At.Format("15:04:05.000"), Tidy(w.Error))})
+		}
+	}
+	for _, e := range ev.Events {
+		for _, id := range e.Batch {
+			out[id] = append(out[id], e.cause(id))
+		}
+	}
+	for id, cs := range out {
+		slices.SortStableFunc(cs, func(a, b Cause) int { return classRank[a.Class] - classRank[b.Class] })
+		out[id] = cs
+	}
+	return out
+}
+
+// cause says what e did, as seen from order id of its batch.
+func (e Event) cause(id string) Cause {
+	at := e.At.Format("15:04:05.000")
+	switch {
+	case e.Kind == EventKill && e.Point == "kill-after":
+		return Cause{ClassKillMid, fmt.Sprintf("SIGKILL mid-batch %s (%s, %s)", e.Detail, e.Pool, at)}
+	case e.Kind == EventKill && e.Key == id && e.Point == "after-effect":
+		return Cause{ClassKillAfter, fmt.Sprintf("SIGKILL at after-effect of this order (%s, %s)", e.Pool, at)}
+	case e.Kind == EventKill:
+		return Cause{ClassKillBatch, fmt.Sprintf("SIGKILL at %s of %s, same batch (%s, %s)", e.Point, e.Key, e.Pool, at)}
+	case e.Kind == EventFreeze && e.Key == id:
+		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of this order, %s (%s, %s)", e.Detail, e.Pool, at)}
+	case e.Kind == EventFreeze:
+		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of %s, same batch, %s (%s, %s)", e.Key, e.Detail, e.Pool, at)}
+	case e.Kind == EventTimeout:
+		return Cause{ClassTimeout, fmt.Sprintf("killed at the function timeout (%s, %s)", e.Pool, at)}
+	}
+	return Cause{ClassCrash, fmt.Sprintf("%s (%s, %s): %s", e.Kind, e.Pool, at, e.Detail)}
+}
+
+// ByCause counts the double effects by the most direct cause of each.
+func (a Account) ByCause() []ReasonCount {
+	n := map[string]int{}
+	for _, d := range a.Doubled {
+		class := "unexplained"
+		if len(d.Causes) > 0 {
+			class = d.Causes[0].Class
+		}
+		n[class] += d.Issued - 1
+	}
+	var out []ReasonCount
+	for class, c := range n {
+		out = append(out, ReasonCount{Reason: class, Count: c})
+	}
+	slices.SortFunc(out, func(a, b ReasonCount) int { return b.Count - a.Count })
+	return out
+}
+
+// Percentiles of a set of durations.
+type Percentiles struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+// PercentilesOf uses the nearest-rank method.
+func PercentilesOf(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	return Percentiles{N: len(s), P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1]}
+}
+
+// Problems lists every way the run broke the invariant; none means it held.
+func (a Account) Problems(leaseMode bool) []string {
+	var p []string
+	if len(a.Lost) > 0 {
+		p = append(p, fmt.Sprintf("%d orders lost (neither applied nor in the DLQ): %s", len(a.Lost), head(a.Lost)))
+	}
+	if len(a.Unpublished) > 0 {
+		p = append(p, fmt.Sprintf("%d orders never published (the producer could not confirm them): %s", len(a.Unpublished), head(a.Unpublished)))
+	}
+	if a.NotSent > 0 {
+		p = append(p, fmt.Sprintf("%d orders never sent: the run stopped first", a.NotSent))
+	}
+	if len(a.PoisonApplied) > 0 {
+		p = append(p, fmt.Sprintf("%d poison orders applied: %s", len(a.PoisonApplied), head(a.PoisonApplied)))
+	}
+	switch {
+	case !leaseMode && a.DoubleEffects > 0:
+		p = append(p, fmt.Sprintf("transactional mode: %d double effects: %s", a.DoubleEffects, head(ids(a.Doubled))))
+	case len(a.Unexplained) > 0:
+		p = append(p, fmt.Sprintf("%d double effects no kill, freeze or missing receipt explains: %s", len(a.Unexplained), head(a.Unexplained)))
+	}
+	for _, r := range a.DLQ {
+		if r.Reason == NoReason {
+			p = append(p, fmt.Sprintf("%d dead letters without a logged reason", r.Count))
+		}
+	}
+	return p
+}
+
+func ids(ds []Double) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.OrderID
+	}
+	return out
+}
+
+func head(xs []string) string {
+	if len(xs) > 10 {
+		return strings.Join(xs[:10], ", ") + fmt.Sprintf(" … (%d more)", len(xs)-10)
+	}
+	return strings.Join(xs, ", ")
+}

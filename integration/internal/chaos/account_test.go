@@ -1,0 +1,180 @@
+package chaos
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+// evidence is a run of five orders, one poison order and one malformed
+// message, with the ledger and DLQ given.
+func evidence(ledger map[string]LedgerRow, dead ...system.DeadLetter) Evidence {
+	plan := Plan{Poison: map[string]bool{"p-1": true}, Malformed: []string{"m-1"}}
+	for _, id := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
+		plan.Orders = append(plan.Orders, system.Order{OrderID: id})
+	}
+	plan.Orders = append(plan.Orders, system.Order{OrderID: "p-1", Poison: true})
+	return Evidence{Plan: plan, Ledger: ledger, DeadLetters: dead, OrderOf: map[string]string{"consumer#h3": "o-3"}, LeaseMode: true}
+}
+
+func applied(n int) LedgerRow { return LedgerRow{Issued: n, UpdatedAt: time.Unix(100, 0)} }
+
+var poisonDead = system.DeadLetter{OrderID: "p-1", Reason: "consumer: injected fault: poison order fails every time"}
+var malformedDead = system.DeadLetter{OrderID: "m-1", Reason: "sqsbatch: key: consumer: malformed order: unexpected end of JSON input"}
+
+func TestSettleEveryOrderAccountedFor(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1)},
+		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-5", Reason: "consumer: ledger update: throttled"})
+	a := Settle(ev)
+	if a.Orders != 6 || a.Applied != 4 || len(a.Lost) != 0 || a.DoubleEffects != 0 {
+		t.Fatalf("account %+v", a)
+	}
+	if !slices.Equal(a.DLQOrders, []string{"o-5"}) || len(a.DLQ) != 3 {
+		t.Fatalf("DLQ %v, plain orders in it %v", a.DLQ, a.DLQOrders)
+	}
+	if p := a.Problems(true); len(p) != 0 {
+		t.Fatalf("problems %v", p)
+	}
+}
+
+func TestSettleLost(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)}, poisonDead)
+	ev.Unpublished = []string{"o-4"}
+	a := Settle(ev)
+	if !slices.Equal(a.Lost, []string{"o-5", "m-1"}) || !slices.Equal(a.Unpublished, []string{"o-4"}) {
+		t.Fatalf("lost %v, unpublished %v", a.Lost, a.Unpublished)
+	}
+	if p := a.Problems(true); len(p) != 2 {
+		t.Fatalf("problems %v: want lost and unpublished", p)
+	}
+}
+
+func TestSettleDoubleEffectCauses(t *testing.T) {
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	ev := evidence(map[string]LedgerRow{"o-1": applied(2), "o-2": applied(2), "o-3": applied(2), "o-4": applied(3), "o-5": applied(1)}, poisonDead, malformedDead)
+	ev.Events = []Event{
+		{At: at, Kind: EventKill, Point: PointAfterEffect, Key: "o-1", Pool: "consumer", Batch: []string{"o-1", "o-2"}},
+		{At: at, Kind: EventTimeout, Pool: "consumer", Batch: []string{"o-2"}},
+	}
+	ev.Windows = []Window{{At: at, Outcome: "unconfirmed", RecordKey: "consumer#h3", Error: "idem: effect ran, receipt not written"}}
+	a := Settle(ev)
+	if a.DoubleEffects != 5 || len(a.Doubled) != 4 {
+		t.Fatalf("double effects %d in %d orders, want 5 in 4", a.DoubleEffects, len(a.Doubled))
+	}
+	first := map[string]string{}
+	for _, d := range a.Doubled {
+		if len(d.Causes) > 0 {
+			first[d.OrderID] = d.Causes[0].Class
+		}
+	}
+	want := map[string]string{"o-1": ClassKillAfter, "o-2": ClassKillBatch, "o-3": ClassUnconfirmed}
+	for id, class := range want {
+		if first[id] != class {
+			t.Errorf("%s: first cause %q, want %q", id, first[id], class)
+		}
+	}
+	if !slices.Equal(a.Unexplained, []string{"o-4"}) {
+		t.Fatalf("unexplained %v, want o-4", a.Unexplained)
+	}
+	if p := a.Problems(true); len(p) != 1 || !strings.Contains(p[0], "o-4") {
+		t.Fatalf("lease mode problems %v: want only the unexplained o-4", p)
+	}
+	if p := a.Problems(false); len(p) != 1 || !strings.Contains(p[0], "transactional mode: 5 double effects") {
+		t.Fatalf("transactional problems %v: want every double effect", p)
+	}
+	var counted int
+	for _, c := range a.ByCause() {
+		counted += c.Count
+	}
+	if counted != 5 {
+		t.Fatalf("by cause %v: want the 5 double effects", a.ByCause())
+	}
+}
+
+func TestSettleEffectTimeoutWindow(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(2), "o-4": applied(1), "o-5": applied(1)}, poisonDead, malformedDead)
+	ev.Windows = []Window{{Outcome: EffectTimeout, RecordKey: "consumer#h3", Error: "consumer: ledger update: context deadline exceeded"}}
+	a := Settle(ev)
+	if len(a.Unexplained) != 0 || a.Doubled[0].Causes[0].Class != ClassEffectLate {
+		t.Fatalf("doubled %+v", a.Doubled)
+	}
+}
+
+func TestSettleDeadLetterReasons(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)},
+		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-4"}, system.DeadLetter{OrderID: "o-5"})
+	ev.Events = []Event{{Kind: EventTimeout, Batch: []string{"o-4"}}, {Kind: EventTimeout, Batch: []string{"o-4"}}}
+	a := Settle(ev)
+	var reasons []string
+	for _, r := range a.DLQ {
+		reasons = append(reasons, r.Reason)
+	}
+	if !slices.Contains(reasons, "never answered: every delivery was killed (timeout)") || !slices.Contains(reasons, NoReason) {
+		t.Fatalf("reasons %q", reasons)
+	}
+	if p := a.Problems(true); len(p) != 1 || !strings.Contains(p[0], "without a logged reason") {
+		t.Fatalf("problems %v: want the one dead letter nothing explains", p)
+	}
+}
+
+func TestSettlePoisonApplied(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1), "o-5": applied(1), "p-1": applied(1)}, malformedDead)
+	if a := Settle(ev); !slices.Equal(a.PoisonApplied, []string{"p-1"}) || len(a.Problems(true)) != 1 {
+		t.Fatalf("poison applied %v, problems %v", a.PoisonApplied, a.Problems(true))
+	}
+}
+
+func TestLatency(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{}, poisonDead, malformedDead)
+	ev.SentAt = map[string]time.Time{}
+	base := time.Unix(1000, 0)
+	for i, o := range ev.Plan.Orders[:5] {
+		ev.Ledger[o.OrderID] = LedgerRow{Issued: 1, UpdatedAt: base.Add(time.Duration(i+1) * 100 * time.Millisecond)}
+		ev.SentAt[o.OrderID] = base
+	}
+	l := Settle(ev).Latency
+	if l.N != 5 || l.P50 != 300*time.Millisecond || l.P99 != 500*time.Millisecond || l.Max != 500*time.Millisecond {
+		t.Fatalf("latency %+v", l)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	p := PercentilesOf(ds)
+	if p.N != 100 || p.P50 != 50*time.Millisecond || p.P99 != 99*time.Millisecond || p.Max != 100*time.Millisecond {
+		t.Fatalf("%+v", p)
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Fatal("PercentilesOf sorted its argument")
+	}
+	if (PercentilesOf(nil) != Percentiles{}) {
+		t.Fatal("empty input")
+	}
+}
+
+func TestSettleRunStoppedEarly(t *testing.T) {
+	ev := evidence(map[string]LedgerRow{"o-1": applied(1)}, malformedDead)
+	ev.Handed = map[string]time.Time{"o-1": {}, "o-2": {}, "m-1": {}}
+	a := Settle(ev)
+	if a.NotSent != 4 || a.Orders != 2 || !slices.Equal(a.Lost, []string{"o-2"}) {
+		t.Fatalf("not sent %d, orders %d, lost %v; want 4, 2, [o-2]", a.NotSent, a.Orders, a.Lost)
+	}
+}
+
+func TestTidy(t *testing.T) {
+	in := "consumer: ledger update: timeout\nidem: release: dynamostore: release \"consumer#7f3bafc03fac90e26e9726a1de57ccb64052b10c97bc96deb418cefa87f9b9fd\": canceled"
+	if got, want := Tidy(in), `consumer: ledger update: timeout / idem: release: dynamostore: release "consumer#…": canceled`; got != want {
+		t.Errorf("Tidy = %q, want %q", got, want)
+	}
+	a := Tidy("idem: in progress elsewhere: consumer#91cfa87bab315f50942ad8fdd98fd280bde2ccda12e46e1fda60fde87943f0ab leased for another 1.924s")
+	b := Tidy("idem: in progress elsewhere: consumer#bb3c2fabd8c3809b0e22d68a5abadc02763060ec397a34d3a83de0b511e9ad0f leased for another 2.152s")
+	if a != b || a != "idem: in progress elsewhere: consumer#… (leased)" {
+		t.Errorf("in-progress reasons %q and %q: want them the same", a, b)
+	}
+}

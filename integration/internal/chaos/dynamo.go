@@ -1,0 +1,86 @@
+package chaos
+
+import (
+	"bytes"
+	"maps"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
+)
+
+// Dynamo is the fault mix on the Lambdas' DynamoDB traffic, and a count of
+// that traffic by who sent it (the producer's guard, the consumer's guard
+// and effect) and by operation.
+//
+// One exception keeps the measurement honest: in lease mode a lost
+// acknowledgement is not injected on the effect's own ledger write. That
+// write (ADD issued 1) is the deliberately non-idempotent counter that
+// shows double effects; a lost ack there makes the SDK retry an applied
+// ADD, a double effect of the effect's own retry that no idempotency
+// record can see (the README's advice: pass the key downstream). It
+// becomes a 500 instead, which DynamoDB did not apply. In transactional
+// mode the ledger write commits with the receipt, and lost acks on it are
+// exactly what that mode must survive, so they are injected.
+type Dynamo struct {
+	Rates       Rates
+	LedgerTable string
+	LeaseMode   bool
+	Seed        uint64
+
+	once   sync.Once
+	mu     sync.Mutex
+	rng    *rand.Rand
+	counts map[string]int // "consumer UpdateItem" …
+	faults map[string]int // "throttle" …
+}
+
+// Decider is the proxy's decision function.
+func (d *Dynamo) Decider() faultproxy.Decider {
+	d.once.Do(func() {
+		d.rng = rand.New(rand.NewPCG(d.Seed, 0xd1a0))
+		d.counts, d.faults = map[string]int{}, map[string]int{}
+	})
+	return d.decide
+}
+
+func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
+	who := "consumer"
+	if bytes.Contains(r.Body, []byte(`"producer#`)) {
+		who = "producer"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.counts[who+" "+r.Op]++
+	x := d.rng.Float64()
+	var kind faultproxy.Kind
+	switch {
+	case x < d.Rates.Throttle:
+		kind = faultproxy.Throttle
+	case x < d.Rates.Throttle+d.Rates.Fail:
+		kind = faultproxy.Fail
+	case x < d.Rates.Throttle+d.Rates.Fail+d.Rates.LoseAck:
+		kind = faultproxy.LoseAck
+		if d.LeaseMode && r.Op == "UpdateItem" && bytes.Contains(r.Body, []byte(`"TableName":"`+d.LedgerTable+`"`)) {
+			kind = faultproxy.Fail
+		}
+	default:
+		return faultproxy.Action{}
+	}
+	d.faults[kind.String()]++
+	return faultproxy.Action{Kind: kind}
+}
+
+// Counts returns the requests by sender and operation.
+func (d *Dynamo) Counts() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.counts)
+}
+
+// Faults returns the faults injected by kind.
+func (d *Dynamo) Faults() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.faults)
+}

@@ -1,0 +1,47 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
+)
+
+func TestDynamoLostAckOnTheLedgerInLeaseMode(t *testing.T) {
+	ledgerWrite := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"orderId":{"S":"o-1"}},"TableName":"Ledger-x","UpdateExpression":"ADD #0 :0"}`)}
+	receipt := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"pk":{"S":"consumer#ab"}},"TableName":"Receipts-x"}`)}
+	for _, c := range []struct {
+		lease   bool
+		req     faultproxy.Request
+		want    faultproxy.Kind
+		comment string
+	}{
+		{true, ledgerWrite, faultproxy.Fail, "lease mode: a lost ack on the counter would be the SDK's double effect"},
+		{true, receipt, faultproxy.LoseAck, "lease mode: receipts get lost acks"},
+		{false, ledgerWrite, faultproxy.LoseAck, "transactional mode: everything gets lost acks"},
+	} {
+		d := &Dynamo{Rates: Rates{LoseAck: 1}, LedgerTable: "Ledger-x", LeaseMode: c.lease}
+		if got := d.Decider()(c.req).Kind; got != c.want {
+			t.Errorf("%s: %v, want %v", c.comment, got, c.want)
+		}
+	}
+}
+
+func TestDynamoMixAndCounts(t *testing.T) {
+	d := &Dynamo{Rates: Rates{Throttle: 0.1, Fail: 0.1, LoseAck: 0.1}, LedgerTable: "L", Seed: 5}
+	decide := d.Decider()
+	producer := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"pk":{"S":"producer#00"}}}`)}
+	consumer := faultproxy.Request{Op: "TransactWriteItems", Body: []byte(`{"TransactItems":[]}`)}
+	for range 5000 {
+		decide(producer)
+		decide(consumer)
+	}
+	c, f := d.Counts(), d.Faults()
+	if c["producer UpdateItem"] != 5000 || c["consumer TransactWriteItems"] != 5000 {
+		t.Fatalf("counts %v", c)
+	}
+	for _, kind := range []string{"throttle", "fail", "lose-ack"} {
+		if f[kind] < 800 || f[kind] > 1200 {
+			t.Errorf("%s: %d of 10000, want about 1000", kind, f[kind])
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"sync"
+	"time"
+)
+
+// LambdaLog reads the Lambdas' output as the harness writes it (prefixed
+// lines) and keeps what the report needs: the consumers' record outcomes,
+// and each record whose effect may have run without a receipt it could
+// keep, with the reason: Unconfirmed, LeaseLost, and an effect whose own
+// ledger write timed out (see EffectTimeout). Everything is also copied to
+// Out (the run's log file). Only the few lines of interest are decoded.
+type LambdaLog struct {
+	Out io.Writer
+
+	mu       sync.Mutex
+	buf      []byte
+	outcomes map[string]int
+	windows  []Window
+}
+
+// EffectTimeout is the Window outcome of a record whose effect failed
+// because its ledger write ran into the effect's deadline: DynamoDB may
+// have applied it all the same (the request was sent; only the answer was
+// late). The Guard sees an effect error, releases the record and the next
+// delivery runs the effect again: the lease-mode window, opened by a
+// timeout rather than a crash, and not one the library can name
+// (Unconfirmed is for a receipt that could not be written).
+const EffectTimeout = "effect_timeout"
+
+// Window is a record whose effect ran, or may have, without its receipt.
+type Window struct {
+	At        time.Time
+	Outcome   string // "unconfirmed", "lease_lost" or EffectTimeout
+	RecordKey string // the storage key (namespace#sha256(order id))
+	MessageID string
+	Error     string
+}
+
+var (
+	recordMsg    = []byte(`"msg":"record `)
+	outcomeKey   = []byte(`"outcome":"`)
+	ledgerUpdate = []byte(`consumer: ledger update: `)
+	lateAnswer   = [][]byte{[]byte(`deadline exceeded`), []byte(`canceled`)}
+)
+
+func (l *LambdaLog) Write(p []byte) (int, error) {
+	if l.Out != nil {
+		if _, err := l.Out.Write(p); err != nil {
+			return 0, err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.outcomes == nil {
+		l.outcomes = map[string]int{}
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *LambdaLog) line(b []byte) {
+	if !bytes.Contains(b, recordMsg) {
+		return
+	}
+	i := bytes.Index(b, outcomeKey)
+	if i < 0 {
+		return
+	}
+	rest := b[i+len(outcomeKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return
+	}
+	outcome := string(rest[:j])
+	l.outcomes[outcome]++
+	switch {
+	case outcome == "unconfirmed", outcome == "lease_lost":
+	case outcome == "failed" && bytes.Contains(b, ledgerUpdate) && (bytes.Contains(b, lateAnswer[0]) || bytes.Contains(b, lateAnswer[1])):
+		outcome = EffectTimeout
+	default:
+		return
+	}
+	k := bytes.IndexByte(b, '{')
+	var rec struct {
+		Time      time.Time `json:"time"`
+		MessageID string    `json:"message_id"`
+		RecordKey string    `json:"record_key"`
+		Error     string    `json:"error"`
+	}
+	if k < 0 || json.Unmarshal(b[k:], &rec) != nil {
+		return
+	}
+	l.windows = append(l.windows, Window{At: rec.Time, Outcome: outcome, RecordKey: rec.RecordKey, MessageID: rec.MessageID, Error: rec.Error})
+}
+
+// Outcomes returns the record outcomes logged so far.
+func (l *LambdaLog) Outcomes() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.outcomes)
+}
+
+// Windows returns the records whose effect ran without their own receipt.
+func (l *LambdaLog) Windows() []Window {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Window(nil), l.windows...)
+}

@@ -1,0 +1,260 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Header describes the run as a whole, for the report.
+type Header struct {
+	Title    string
+	Started  time.Time
+	Took     time.Duration
+	Machine  string // cores, memory
+	Load     string // load averages when measured
+	Settings string // the flags
+	Endpoint string // emulators or AWS_ENDPOINT_URL
+	Chart    string // file name of the chart
+}
+
+// WriteReport writes the Markdown report of the runs.
+func WriteReport(w io.Writer, h Header, runs []*Result) {
+	fmt.Fprintf(w, "# %s\n\n", h.Title)
+	fmt.Fprintf(w, "- started %s, took %s\n- machine: %s; load average %s\n- endpoints: %s\n- settings: `%s`\n- chart: [%s](%s)\n\n",
+		h.Started.Format(time.RFC3339), h.Took.Round(time.Second), h.Machine, h.Load, h.Endpoint, h.Settings, h.Chart, h.Chart)
+	summary(w, runs)
+	for _, r := range runs {
+		section(w, r)
+	}
+}
+
+func summary(w io.Writer, runs []*Result) {
+	fmt.Fprint(w, "## Summary\n\n| |")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %s |", r.Mode)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range runs {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	line := func(name string, f func(r *Result) string) {
+		fmt.Fprintf(w, "| %s |", name)
+		for _, r := range runs {
+			fmt.Fprintf(w, " %s |", f(r))
+		}
+		fmt.Fprintln(w)
+	}
+	line("verdict", func(r *Result) string {
+		if len(r.Problems) == 0 {
+			return "**invariant holds**"
+		}
+		return fmt.Sprintf("**BROKEN** (%d problems)", len(r.Problems))
+	})
+	line("orders", func(r *Result) string {
+		return fmt.Sprintf("%s (+%d poison, +%d malformed)", thousands(r.Orders), r.Poison, r.Malformed)
+	})
+	line("first send → drained", func(r *Result) string { return r.Elapsed.Round(100 * time.Millisecond).String() })
+	line("deliveries", func(r *Result) string { return thousands(int(r.Deliveries)) })
+	line("throughput (deliveries / first send → drained)", func(r *Result) string { return fmt.Sprintf("%.0f msgs/s", r.Throughput()) })
+	line("steady throughput (median of 10 s windows)", func(r *Result) string {
+		return fmt.Sprintf("%.0f msgs/s", SteadyRate(r.Samples, 10*time.Second))
+	})
+	line("latency send → effect p50 / p99 / max", func(r *Result) string {
+		l := r.Account.Latency
+		return fmt.Sprintf("%s / %s / %s", ms(l.P50), ms(l.P99), ms(l.Max))
+	})
+	line("DynamoDB requests per delivery", func(r *Result) string { return perDelivery(r) })
+	line("applied", func(r *Result) string { return thousands(r.Account.Applied) })
+	line("double effects", func(r *Result) string {
+		return fmt.Sprintf("%d (%d unexplained)", r.Account.DoubleEffects, len(r.Account.Unexplained))
+	})
+	line("lost", func(r *Result) string { return fmt.Sprint(len(r.Account.Lost)) })
+	line("dead-letter queue", func(r *Result) string {
+		n := 0
+		for _, c := range r.Account.DLQ {
+			n += c.Count
+		}
+		return fmt.Sprint(n)
+	})
+	line("left in the queue / in flight", func(r *Result) string { return fmt.Sprintf("%d / %d", r.EndVisible, r.EndInFlight) })
+	fmt.Fprintln(w)
+}
+
+func section(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "## %s mode\n\n", r.Mode)
+	if len(r.Problems) > 0 {
+		fmt.Fprintln(w, "**The invariant broke:**")
+		fmt.Fprintln(w)
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "- %s\n", p)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "### What was thrown at it")
+	fmt.Fprintln(w)
+	p := r.Publish
+	kills := map[string]int{}
+	count := map[string]int{}
+	for _, e := range r.Events {
+		count[e.Kind]++
+		if e.Kind == EventKill {
+			kills[e.Point]++
+		}
+	}
+	inv := max(r.Invocations, 1)
+	fmt.Fprintf(w, "- producer: %s messages sent in %s runs (%s each on average); %d runs repeated after an error, a timeout or unsent orders%s\n",
+		thousands(int(p.Sent)), thousands(int(p.Runs)), ms(p.RunTime), p.Reruns, reasons(p.RerunWhy))
+	fmt.Fprintf(w, "- duplicates: %s raw copies from another upstream; %s orders in re-triggered producer runs, %s of them skipped by the producer's guard\n",
+		thousands(int(p.Raw)), thousands(int(p.Retriggered)), thousands(int(p.Skipped)))
+	fmt.Fprintf(w, "- same key on 8 instances at the same moment: %d orders (%s deliveries)\n", p.FanOuts, thousands(int(p.FanOuts*8)))
+	fmt.Fprintf(w, "- SIGKILL: %d of %s invocations (%.2f%%): %d before the effect, %d after the effect (before the receipt), %d mid-batch\n",
+		count[EventKill], thousands(int(r.Invocations)), 100*float64(count[EventKill])/float64(inv),
+		kills[PointBeforeEffect], kills[PointAfterEffect], kills["kill-after"])
+	fmt.Fprintf(w, "- SIGSTOP zombies: %d (%.2f%% of the %s batches from the queue), frozen past a 1 s lease and taken over\n",
+		count[EventFreeze], 100*float64(count[EventFreeze])/float64(max(r.Batches, 1)), thousands(int(r.Batches)))
+	fmt.Fprintf(w, "- harness kills at the function timeout: %d; other crashes: %d\n", count[EventTimeout], count[EventCrash])
+	fmt.Fprintf(w, "- DynamoDB faults on the Lambdas' %s requests: %s\n", thousands(r.DynamoTotal), kv(r.DynamoFault))
+	fmt.Fprintf(w, "- poison orders %d, malformed messages %d\n\n", r.Poison, r.Malformed)
+
+	fmt.Fprintln(w, "### Outcomes")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "- records logged by the consumers: %s\n", kv(r.Outcomes))
+	fmt.Fprintf(w, "- effects without their own receipt: %s\n", kv(r.Account.Windows))
+	l := r.Account.Latency
+	fmt.Fprintf(w, "- end-to-end latency, send → effect, over %s orders applied once: p50 %s, p99 %s, max %s\n\n", thousands(l.N), ms(l.P50), ms(l.P99), ms(l.Max))
+
+	fmt.Fprintln(w, "### Double effects by cause")
+	fmt.Fprintln(w)
+	if len(r.Account.Doubled) == 0 {
+		fmt.Fprintln(w, "None.")
+	} else {
+		for _, c := range r.Account.ByCause() {
+			fmt.Fprintf(w, "- %s: %d\n", c.Reason, c.Count)
+		}
+		fmt.Fprintln(w, "\n| order | issued | cause (most direct first) |\n|---|---:|---|")
+		for _, d := range r.Account.Doubled {
+			var cs []string
+			for _, c := range d.Causes {
+				cs = append(cs, c.Text)
+			}
+			if len(cs) == 0 {
+				cs = []string{"**unexplained**"}
+			}
+			fmt.Fprintf(w, "| %s | %d | %s |\n", d.OrderID, d.Issued, strings.ReplaceAll(strings.Join(cs, "; "), "|", `\|`))
+		}
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "### Dead-letter queue by reason")
+	fmt.Fprintln(w)
+	for _, c := range r.Account.DLQ {
+		fmt.Fprintf(w, "- %d × %s\n", c.Count, c.Reason)
+	}
+	if len(r.Account.DLQOrders) > 0 {
+		fmt.Fprintf(w, "- plain orders among them (accounted for, with their reason): %s\n", head(r.Account.DLQOrders))
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "### DynamoDB requests")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s per delivery; by sender and operation: %s\n\n", perDelivery(r), kv(r.Dynamo))
+
+	fmt.Fprintln(w, "### CPU time by process")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	total := 0.0
+	for _, c := range r.CPU {
+		total += c.Seconds
+	}
+	fmt.Fprintln(w, "| part | CPU s | ms per delivery |\n|---|---:|---:|")
+	for _, c := range r.CPU {
+		fmt.Fprintf(tw, "| %s | %.1f | %.2f |\n", c.Part, c.Seconds, 1000*c.Seconds/float64(max(r.Deliveries, 1)))
+	}
+	fmt.Fprintf(tw, "| total | %.1f | %.2f |\n", total, 1000*total/float64(max(r.Deliveries, 1)))
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// Summary is the short text printed at the end of a run.
+func Summary(w io.Writer, runs []*Result) {
+	for _, r := range runs {
+		verdict := "invariant holds"
+		if len(r.Problems) > 0 {
+			verdict = "INVARIANT BROKEN"
+		}
+		l := r.Account.Latency
+		fmt.Fprintf(w, "%-13s %s orders, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %d — %s\n",
+			r.Mode, thousands(r.Orders), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
+			ms(l.P50), ms(l.P99), ms(l.Max), perDelivery(r), r.Account.DoubleEffects, len(r.Account.Unexplained),
+			len(r.Account.Lost), dlqCount(r), verdict)
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "    %s\n", p)
+		}
+	}
+}
+
+func dlqCount(r *Result) int {
+	n := 0
+	for _, c := range r.Account.DLQ {
+		n += c.Count
+	}
+	return n
+}
+
+func perDelivery(r *Result) string {
+	if r.Deliveries == 0 {
+		return "-"
+	}
+	consumer := 0
+	for k, v := range r.Dynamo {
+		if strings.HasPrefix(k, "consumer ") {
+			consumer += v
+		}
+	}
+	return fmt.Sprintf("%.2f (consumers alone %.2f)", float64(r.DynamoTotal)/float64(r.Deliveries), float64(consumer)/float64(r.Deliveries))
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return " (" + kv(m) + ")"
+}
+
+func kv(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := slices.Collect(maps.Keys(m))
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %s", k, thousands(m[k])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

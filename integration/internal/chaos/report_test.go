@@ -1,0 +1,39 @@
+package chaos
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteReport(t *testing.T) {
+	ok := &Result{Mode: "transactional", Orders: 1000, Elapsed: 10 * time.Second, Deliveries: 2500, DynamoTotal: 5000,
+		Dynamo: map[string]int{"consumer TransactWriteItems": 2500}, Account: Account{Applied: 1000}}
+	bad := &Result{Mode: "lease", Orders: 1000, Elapsed: 10 * time.Second, Deliveries: 2600,
+		Account:  Account{Applied: 999, DoubleEffects: 1, Doubled: []Double{{OrderID: "l-000007", Issued: 2, Causes: []Cause{{ClassKillAfter, "SIGKILL at after-effect of this order"}}}}, Lost: []string{"l-000009"}},
+		Problems: []string{"1 orders lost"}}
+	var b bytes.Buffer
+	WriteReport(&b, Header{Title: "Chaos run", Chart: "chart.svg"}, []*Result{bad, ok})
+	r := b.String()
+	for _, want := range []string{
+		"| verdict | **BROKEN** (1 problems) | **invariant holds** |",
+		"| throughput (deliveries / first send → drained) | 260 msgs/s | 250 msgs/s |",
+		"| DynamoDB requests per delivery | 0.00 (consumers alone 0.00) | 2.00 (consumers alone 1.00) |",
+		"## lease mode", "## transactional mode", "- 1 orders lost",
+		"| l-000007 | 2 | SIGKILL at after-effect of this order |",
+		"[chart.svg](chart.svg)",
+	} {
+		if !strings.Contains(r, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", 1234567: "1,234,567", -5: "-5"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

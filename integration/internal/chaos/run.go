@@ -1,0 +1,233 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/integration/internal/esm"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+)
+
+// The zombie pool: instances whose lease (1 s) ends well inside the
+// function timeout (2 s in the test profile), frozen for 1.5 s and taken
+// over after 1.1 s, as in TestZombieCannotComplete. Two instances, so that
+// a zombie never waits for a free one for long.
+const (
+	zombieInstances = 2
+	zombieLease     = "1s"
+	zombieMargin    = "100ms"
+	zombieFreeze    = 1500 * time.Millisecond
+	zombieTakeover  = 1100 * time.Millisecond
+	fanOutInstances = 8
+	// checkTimeout bounds reading the ledger and the DLQ at the end.
+	checkTimeout = 5 * time.Minute
+	// producerConcurrency keeps each producer's concurrent DynamoDB
+	// requests within the AWS SDK's pool of 10 idle connections per host.
+	// At the default (50) every request above 10 opens a connection of its
+	// own and closes it: measured, 700 new connections a second to the
+	// fault proxy, CPU spent on nothing but connection set-up.
+	producerConcurrency = "10"
+)
+
+// Config is one mode's run.
+type Config struct {
+	// System says what to run; Run sets NoPoller, the mode and Log.
+	System    system.Config
+	Mode      string // lease or transactional
+	Orders    int
+	Rates     Rates
+	Seed      uint64
+	Pollers   int // poll loops of the event source mapping
+	Producers int // producer instances, one run each at a time
+	Chunk     int // orders per producer run
+	Backlog   int // messages waiting in the queue before publishing pauses
+	// Drain bounds the wait for an empty queue once everything is sent.
+	Drain time.Duration
+	// LogPath receives the Lambdas' output.
+	LogPath string
+	// Progress, if set, gets a line every Every.
+	Progress io.Writer
+	Every    time.Duration
+	// Emulators names the emulator processes, for the CPU account.
+	Emulators map[string]int
+}
+
+// Result is one mode's run.
+type Result struct {
+	Mode        string
+	Start       time.Time // the first send
+	Orders      int       // plain orders
+	Poison      int
+	Malformed   int
+	Elapsed     time.Duration // first send to drained
+	Deliveries  int64
+	Invocations int64
+	Batches     int64 // the poller's invocations (zombies are drawn from them)
+	Publish     PublishStats
+	Outcomes    map[string]int
+	Dynamo      map[string]int // requests by sender and operation
+	DynamoFault map[string]int
+	DynamoTotal int
+	Events      []Event
+	Samples     []Sample
+	Account     Account
+	EndVisible  int // left in the queue when the run ended
+	EndInFlight int
+	CPU         []CPUUse
+	Problems    []string
+}
+
+// CPUUse is the CPU time one part of the system used during the run.
+type CPUUse struct {
+	Part    string
+	Seconds float64
+}
+
+// Throughput is deliveries per second from the first send to drained.
+func (r *Result) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Deliveries) / r.Elapsed.Seconds()
+}
+
+// Run provisions the stack for one mode, throws the chaos at it, waits
+// for the queue to drain and accounts for every order. It returns an
+// error when the run could not be carried out; a run that breaks the
+// invariant returns a Result with Problems.
+func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
+	logFile, err := os.Create(cfg.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	lambdaLog := &LambdaLog{Out: logFile}
+	sc := cfg.System
+	sc.NoPoller, sc.Log = true, lambdaLog
+	sc.ConsumerEnv = merged(sc.ConsumerEnv, map[string]string{contract.EnvMode: cfg.Mode})
+	s, err := system.Start(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if cerr := s.Close(cctx); cerr != nil && err == nil {
+			err = fmt.Errorf("chaos: close: %w", cerr)
+		}
+	}()
+	pools, err := startPools(ctx, s, cfg.Producers, lambdaLog, io.MultiWriter(lambdaLog, s.Records))
+	if err != nil {
+		return nil, err
+	}
+	defer pools.stop()
+
+	plan := NewPlan(cfg.Mode[:1], cfg.Orders, cfg.Rates, cfg.Seed)
+	dyn := &Dynamo{Rates: cfg.Rates, LedgerTable: s.Ledger, LeaseMode: cfg.Mode == "lease", Seed: cfg.Seed}
+	s.Requests.SetDecider(dyn.Decider())
+	inv := &Invoker{
+		Context: ctx, Main: s.Consumer, FanOut: pools.fanOut, Zombie: pools.zombie, ZombieSize: zombieInstances,
+		Rates: cfg.Rates, Freeze: zombieFreeze, TakeoverAfter: zombieTakeover, Events: &Events{}, Seed: cfg.Seed,
+	}
+	mq := pollerClient(s.SQS, cfg.Pollers)
+	pub := &Publisher{Sys: s, SQS: mq, Producer: pools.producer, Runs: cfg.Producers, Plan: plan, Chunk: cfg.Chunk, Backlog: cfg.Backlog, Invoker: inv}
+	sent := &sentTimes{at: map[string]time.Time{}}
+	poller := &esm.Poller{
+		Client: mq, QueueURL: s.Queue.URL, QueueARN: s.Queue.ARN, Region: s.Stack.Region,
+		BatchSize: s.Mapping.BatchSize, MaxConcurrency: cfg.Pollers, WaitTime: time.Second,
+		Invoker: inv, ReportBatchItemFailures: s.Mapping.ReportBatchItemFailures,
+		OnBatch: func(b esm.BatchResult) { sent.add(b.Messages) },
+	}
+	tl := &Timeline{SQS: mq, Queue: s.Queue.URL, DLQ: s.DLQ.URL, Every: time.Second,
+		Counters: func() (int64, int64, int64) {
+			out := lambdaLog.Outcomes()
+			return pub.Sent(), inv.Deliveries(), int64(out["executed"] + out["unconfirmed"] + out["lease_lost"])
+		}}
+
+	cpu0 := cpuSnapshot(s, pools, cfg.Emulators)
+	start := time.Now()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bgWG sync.WaitGroup
+	bgWG.Go(func() { _ = poller.Run(bg) })
+	bgWG.Go(func() { tl.Run(bg, start) })
+	if cfg.Progress != nil {
+		bgWG.Go(func() { progress(bg, cfg.Progress, cfg.Mode, tl, cfg.Every) })
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopBG()
+			bgWG.Wait()
+		}
+	}
+	defer stop()
+
+	res := &Result{Mode: cfg.Mode, Start: start, Orders: cfg.Orders, Poison: len(plan.Poison), Malformed: len(plan.Malformed)}
+	if perr := pub.Run(ctx); perr != nil {
+		res.Problems = append(res.Problems, "publishing stopped: "+perr.Error())
+	}
+	inv.Wait()
+	dctx, cancel := context.WithTimeout(ctx, cfg.Drain)
+	derr := s.WaitIdle(dctx, nil)
+	cancel()
+	if derr != nil {
+		res.Problems = append(res.Problems, derr.Error())
+	}
+	res.Elapsed = time.Since(start)
+	stop()
+	cpu1 := cpuSnapshot(s, pools, cfg.Emulators)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, ctx.Err() // interrupted: clean up, no report
+	}
+	// The checks get time of their own, so that a run stopped by its time
+	// limit is still accounted for.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
+	defer cancel()
+	res.EndVisible, res.EndInFlight, _ = Depth(cctx, s.SQS, s.Queue.URL)
+	if res.EndVisible+res.EndInFlight > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("%d messages left in the queue, %d in flight", res.EndVisible, res.EndInFlight))
+	}
+	ledger, err := readLedger(cctx, s)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := s.DeadLetters(cctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Publish = pub.Stats()
+	res.Events = inv.Events.All()
+	handed := pub.FirstSend()
+	res.Account = Settle(Evidence{
+		Plan: plan, Ledger: ledger, DeadLetters: dead, Events: res.Events, Windows: lambdaLog.Windows(),
+		OrderOf: storageKeys(plan, s.Consumer.Function().Env[contract.EnvNamespace]),
+		SentAt:  sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished, LeaseMode: cfg.Mode == "lease",
+	})
+	res.Problems = append(res.Problems, res.Account.Problems(cfg.Mode == "lease")...)
+	res.Deliveries, res.Invocations, res.Batches = inv.Deliveries(), inv.Invocations(), inv.Batches()
+	res.Outcomes = lambdaLog.Outcomes()
+	res.Dynamo, res.DynamoFault, res.DynamoTotal = dyn.Counts(), dyn.Faults(), s.Requests.Total()
+	res.Samples = tl.Samples()
+	res.CPU = cpu1.minus(cpu0)
+	return res, nil
+}
+
+func merged(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ErrInvariant: a run's Problems are not empty.
+var ErrInvariant = errors.New("chaos: the invariant broke")
