@@ -1,46 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/chaos"
-	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 )
-
-// emulators starts DynamoDB Local and ElasticMQ, unless AWS_ENDPOINT_URL
-// names an endpoint (LocalStack); pids names the processes started.
-func emulators(ctx context.Context, root string) (dynamoURL, sqsURL string, pids map[string]int, stop func(), err error) {
-	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
-		return url, url, nil, func() {}, nil
-	}
-	var ddb, mq *emu.Server
-	stop = func() {
-		if ddb != nil {
-			_ = ddb.Stop()
-		}
-		if mq != nil {
-			_ = mq.Stop()
-		}
-	}
-	var ddbErr, mqErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { ddb, ddbErr = emu.StartDynamoDB(ctx, root) })
-	wg.Go(func() { mq, mqErr = emu.StartSQS(ctx, root) })
-	wg.Wait()
-	if err := errors.Join(ddbErr, mqErr); err != nil {
-		stop()
-		return "", "", nil, nil, err
-	}
-	pids = map[string]int{"DynamoDB Local (JVM)": ddb.Pid(), "ElasticMQ (JVM)": mq.Pid()}
-	return ddb.URL(), mq.URL(), pids, stop, nil
-}
 
 func count(r *chaos.Result, kind string) int {
 	n := 0

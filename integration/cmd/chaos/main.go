@@ -173,11 +173,12 @@ func run(ctx context.Context, o options) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	dynamoURL, sqsURL, pids, stopEmu, err := emulators(ctx, root)
+	emus, err := emu.StartPair(ctx, root)
 	if err != nil {
 		return err
 	}
-	defer stopEmu()
+	defer emus.Stop()
+	dynamoURL, sqsURL, pids := emus.DynamoURL, emus.SQSURL, emus.Pids
 	endpoint := fmt.Sprintf("DynamoDB Local %s, ElasticMQ %s (started in %.1fs)", dynamoURL, sqsURL, time.Since(began).Seconds())
 	if len(pids) == 0 {
 		endpoint = "AWS_ENDPOINT_URL=" + dynamoURL

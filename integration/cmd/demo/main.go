@@ -72,11 +72,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	dynamoURL, sqsURL, stopEmu, err := emulators(ctx, root)
+	emus, err := emu.StartPair(ctx, root)
 	if err != nil {
 		return err
 	}
-	defer stopEmu()
+	defer emus.Stop()
+	dynamoURL, sqsURL := emus.DynamoURL, emus.SQSURL
 	fmt.Printf("emulators ready in %.1fs: DynamoDB %s, SQS %s\n", time.Since(began).Seconds(), dynamoURL, sqsURL)
 
 	modes := []string{"lease", "transactional"}
@@ -126,33 +127,6 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("transactional mode: %d double effects", runs[1].report.DoubleEffects)
 	}
 	return nil
-}
-
-// emulators starts DynamoDB Local and ElasticMQ, unless AWS_ENDPOINT_URL
-// names an endpoint (LocalStack).
-func emulators(ctx context.Context, root string) (dynamoURL, sqsURL string, stop func(), err error) {
-	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
-		return url, url, func() {}, nil
-	}
-	var ddb, mq *emu.Server
-	stop = func() {
-		if ddb != nil {
-			_ = ddb.Stop()
-		}
-		if mq != nil {
-			_ = mq.Stop()
-		}
-	}
-	var ddbErr, mqErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { ddb, ddbErr = emu.StartDynamoDB(ctx, root) })
-	wg.Go(func() { mq, mqErr = emu.StartSQS(ctx, root) })
-	wg.Wait()
-	if err := errors.Join(ddbErr, mqErr); err != nil {
-		stop()
-		return "", "", nil, err
-	}
-	return ddb.URL(), mq.URL(), stop, nil
 }
 
 type modeRun struct {

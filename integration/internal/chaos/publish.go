@@ -280,7 +280,7 @@ func (p *Publisher) waitBacklog(ctx context.Context) error {
 		return nil
 	}
 	for {
-		visible, _, err := Depth(ctx, p.SQS, p.Sys.Queue.URL)
+		visible, _, err := system.QueueDepth(ctx, p.SQS, p.Sys.Queue.URL)
 		if err != nil || visible <= p.Backlog {
 			return ctx.Err()
 		}

@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	// limit is still accounted for.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
 	defer cancel()
-	res.EndVisible, res.EndInFlight, _ = Depth(cctx, s.SQS, s.Queue.URL)
+	res.EndVisible, res.EndInFlight, _ = system.QueueDepth(cctx, s.SQS, s.Queue.URL)
 	if res.EndVisible+res.EndInFlight > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d messages left in the queue, %d in flight", res.EndVisible, res.EndInFlight))
 	}

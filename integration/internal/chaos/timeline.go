@@ -2,15 +2,12 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
 // Sample is the state of a run at one moment.
@@ -22,23 +19,6 @@ type Sample struct {
 	Visible    int           // messages waiting in the queue
 	InFlight   int           // received, not yet deleted or visible again
 	DLQ        int
-}
-
-// Depth reads a queue's approximate visible and in-flight counts.
-func Depth(ctx context.Context, c *sqs.Client, url string) (visible, inFlight int, err error) {
-	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("chaos: queue attributes: %w", err)
-	}
-	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	return visible, inFlight, nil
 }
 
 // Timeline samples a run once per Every until stopped.
@@ -76,8 +56,8 @@ func (t *Timeline) Take(ctx context.Context) Sample {
 	s := Sample{T: time.Since(t.start)}
 	s.Sent, s.Deliveries, s.Effects = t.Counters()
 	var err error
-	if s.Visible, s.InFlight, err = Depth(ctx, t.SQS, t.Queue); err == nil {
-		v, f, _ := Depth(ctx, t.SQS, t.DLQ)
+	if s.Visible, s.InFlight, err = system.QueueDepth(ctx, t.SQS, t.Queue); err == nil {
+		v, f, _ := system.QueueDepth(ctx, t.SQS, t.DLQ)
 		s.DLQ = v + f
 	}
 	if err != nil {
