@@ -28,7 +28,7 @@ RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # GOMAXPROCS (2 here) at a time; 4 on the emulators, where the test profile's
 # 2 s functions must not be starved, 6 on LocalStack (4 s functions).
 INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -v
-QUIET             := grep -v '^=== \(RUN\|PAUSE\|CONT\)'
+QUIET             := grep -v "^=== \(RUN\|PAUSE\|CONT\)"
 INTEGRATION_TESTS := $(INTEGRATION_GO) -parallel 4 ./integration/... | $(QUIET)
 LOCALSTACK_TESTS  := $(INTEGRATION_GO) -parallel 6 ./integration/ | $(QUIET)
 LOCALSTACK        := bash integration/scripts/localstack.sh
@@ -90,7 +90,7 @@ test: deps build unit lint cfn-checks synth-test synth-localstack test-hostexec 
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stack deployed, driven and destroyed, on one instance.
-	$(LOCALSTACK) run --deploy -- bash -c '$(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
+	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
 .PHONY: test-hostexec
