@@ -43,7 +43,9 @@
 // next delivery after that runs the effect again. A live process is told:
 // the outcome is [Unconfirmed] ([ErrUnconfirmed]) — count it and alarm on
 // it. A crashed one cannot be told; the next attempt's attempt count shows
-// it. No store can close this window for an effect outside the store (an
+// it. (An effect that returns an error although it took place, say its own
+// write timed out but was applied, is released and run again like any
+// failed effect: the guard sees only the error.) No store can close this window for an effect outside the store (an
 // email cannot be rolled back). Narrow it by passing [Lease].Key
 // downstream as an idempotency key. Close it with transactional mode
 // ([Guard.DoTx]): when the effect is itself store writes, they are committed
