@@ -32,6 +32,9 @@ QUIET             := grep -v "^=== \(RUN\|PAUSE\|CONT\)"
 INTEGRATION_TESTS := $(INTEGRATION_GO) -parallel 4 ./integration/... | $(QUIET)
 LOCALSTACK_TESTS  := $(INTEGRATION_GO) -parallel 6 ./integration/ | $(QUIET)
 LOCALSTACK        := bash integration/scripts/localstack.sh
+# The demo and chaos runs read the test profile's template, or the localstack
+# profile's when AWS_ENDPOINT_URL names an endpoint (system.Assembly).
+SYNTH_FOR_ENDPOINT := $(if $(AWS_ENDPOINT_URL),synth-localstack,synth-test)
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.0
 
 .PHONY: help
@@ -110,19 +113,19 @@ bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat si
 	go run ./integration/bench/cmd/bench -quick
 
 .PHONY: demo
-demo: deps build synth-test ## run producer -> queue -> consumers on local emulators and print the report
+demo: deps build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumers on local emulators (or the LocalStack at AWS_ENDPOINT_URL) and print the report
 	go run ./integration/cmd/demo
 
 # CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-orders 20000 -kill 0.05'.
 .PHONY: chaos
-chaos: deps build synth-test ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
+chaos: deps build $(SYNTH_FOR_ENDPOINT) ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
 	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
 
 # The 5,000-order version for make test: both modes at once (their tails,
 # 36 s at least for a poison message to reach the DLQ, overlap), each with
 # half the consumers; producers enough to keep both queues fed.
 .PHONY: chaos-small
-chaos-small: deps build synth-test ## the chaos run with 5,000 orders per mode (about 90 s)
+chaos-small: deps build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 orders per mode (about 90 s)
 	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 .PHONY: lint
