@@ -48,17 +48,22 @@ npm:
 	@bash integration/scripts/install-emulators.sh npm
 
 .PHONY: deps
-deps: ## install Go modules, the pinned CDK CLI, the emulators, redis-server and LocalStack (host mode)
+deps: deps-base ## install Go modules, the pinned CDK CLI, the emulators, redis-server and LocalStack (host mode)
+	@$(LOCALSTACK) install
+
+# deps without LocalStack (make test installs that alongside the compile).
+.PHONY: deps-base
+deps-base:
 	go mod download
 	@bash integration/scripts/install-emulators.sh
 	@bash integration/scripts/redis.sh install
-	@$(LOCALSTACK) install
 
 build/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
 
+# The same flags as build/local: one compile serves both.
 build/host/%: $(GO_SOURCES)
-	CGO_ENABLED=0 go build -tags lambda.norpc -o $@ ./functions/$*
+	CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $@ ./functions/$*
 
 .PHONY: build
 build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries (integration tests)
@@ -89,12 +94,24 @@ integration: deps build synth-test ## the integration suite on DynamoDB Local + 
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
-test: deps build unit lint cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos
+test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stack deployed, driven and destroyed, on one instance.
 	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
+
+# build, unit and lint, while the Python tools (LocalStack, cfn-lint and
+# checkov: mostly PyPI downloads, about 75 s on a fresh machine) install in
+# the background; their log follows. Either failing fails the step.
+.PHONY: test-compile
+test-compile: deps-base
+	@log=$(CACHE)/python-tools.log; mkdir -p $(CACHE); \
+	{ $(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install; } >"$$log" 2>&1 & py=$$!; \
+	rc=0; $(MAKE) --no-print-directory build unit lint || rc=$$?; \
+	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
+	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
+	[ $$rc = 0 ] && [ $$pyrc = 0 ]
 
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)

@@ -11,6 +11,7 @@
 #             directories are scanned for the record: counts only, never fails
 #
 # Usage: cfn-checks.sh [DIR...]   default: cdk.out cdk.test.out cdk.hardened.out
+#        cfn-checks.sh --install   only install the tools
 #        (`make cfn-checks` synthesizes the three and runs this)
 # Needs: python3 (3.9+; $PYTHON overrides). The tools, pinned in
 # infra/checks/requirements.txt, go into a venv in .cache/cfn-venv, rebuilt
@@ -30,6 +31,28 @@ python="${PYTHON:-python3}"
 
 command -v "$python" >/dev/null 2>&1 || die "'$python' not found on PATH (set PYTHON to a Python 3.9+)"
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || die "$python is older than 3.9"
+
+# --- tools --------------------------------------------------------------------
+install_tools() {
+	want="$(sha256sum "$checks/requirements.txt" | cut -d' ' -f1) python-$("$python" -c 'import platform; print(platform.python_version())')"
+	stamp="$venv/.stamp"
+	# A venv restored from a cache can point at a Python that is gone: it must
+	# also still import both tools.
+	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && "$venv/bin/python" -c 'import cfnlint, checkov' 2>/dev/null; then
+		say "tools up to date ($venv)"
+	else
+		say "installing $(grep -v '^#' "$checks/requirements.txt" | xargs) into $venv"
+		rm -rf "$venv"
+		"$python" -m venv "$venv"
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$checks/requirements.txt" ||
+			die "pip install failed"
+		echo "$want" >"$stamp"
+	fi
+}
+if [[ "${1:-}" == "--install" ]]; then
+	install_tools
+	exit 0
+fi
 
 # The templates of the stacks a cloud assembly holds now: cdk synth leaves
 # the templates of stacks it no longer synthesizes in the directory, so a
@@ -54,21 +77,7 @@ for d in "${dirs[@]}"; do
 	mapfile -t -O "${#templates[@]}" templates <<<"$found"
 done
 
-# --- tools --------------------------------------------------------------------
-want="$(sha256sum "$checks/requirements.txt" | cut -d' ' -f1) python-$("$python" -c 'import platform; print(platform.python_version())')"
-stamp="$venv/.stamp"
-# A venv restored from a cache can point at a Python that is gone: it must
-# also still import both tools.
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && "$venv/bin/python" -c 'import cfnlint, checkov' 2>/dev/null; then
-	say "tools up to date ($venv)"
-else
-	say "installing $(grep -v '^#' "$checks/requirements.txt" | xargs) into $venv"
-	rm -rf "$venv"
-	"$python" -m venv "$venv"
-	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$checks/requirements.txt" ||
-		die "pip install failed"
-	echo "$want" >"$stamp"
-fi
+install_tools
 
 # --- cfn-lint -----------------------------------------------------------------
 say "cfn-lint $("$venv/bin/cfn-lint" --version | awk '{print $2}') on ${templates[*]}"
