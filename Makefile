@@ -51,12 +51,16 @@ npm:
 deps: deps-base ## install Go modules, the pinned CDK CLI, the emulators, redis-server and LocalStack (host mode)
 	@$(LOCALSTACK) install
 
-# deps without LocalStack (make test installs that alongside the compile).
+# deps without LocalStack (make test installs it alongside the compile).
 .PHONY: deps-base
-deps-base:
+deps-base: emulators
+	@bash integration/scripts/redis.sh install
+
+# What the demo and the chaos run need: no redis-server (root), no LocalStack.
+.PHONY: emulators
+emulators:
 	go mod download
 	@bash integration/scripts/install-emulators.sh
-	@bash integration/scripts/redis.sh install
 
 build/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
@@ -130,19 +134,19 @@ bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat si
 	go run ./integration/bench/cmd/bench -quick
 
 .PHONY: demo
-demo: deps build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumers on local emulators (or the LocalStack at AWS_ENDPOINT_URL) and print the report
+demo: emulators build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumers on local emulators (or the LocalStack at AWS_ENDPOINT_URL) and print the report
 	go run ./integration/cmd/demo
 
 # CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-orders 20000 -kill 0.05'.
 .PHONY: chaos
-chaos: deps build $(SYNTH_FOR_ENDPOINT) ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
+chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
 	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
 
 # The 5,000-order version for make test: both modes at once (their tails,
 # 36 s at least for a poison message to reach the DLQ, overlap), each with
 # half the consumers; producers enough to keep both queues fed.
 .PHONY: chaos-small
-chaos-small: deps build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 orders per mode (about 90 s)
+chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 orders per mode (about 90 s)
 	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 .PHONY: lint
