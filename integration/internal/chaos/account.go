@@ -12,16 +12,10 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
-// LedgerRow is one order's line in the effect's ledger.
-type LedgerRow struct {
-	Issued    int       // gift cards issued: above 1 is a double effect
-	UpdatedAt time.Time // when the last one was issued
-}
-
 // Evidence is everything the accounting looks at once the run is over.
 type Evidence struct {
 	Plan        Plan
-	Ledger      map[string]LedgerRow
+	Ledger      map[string]system.LedgerRow
 	DeadLetters []system.DeadLetter
 	Events      []Event
 	Windows     []Window          // Unconfirmed and LeaseLost records

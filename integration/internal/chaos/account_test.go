@@ -11,7 +11,7 @@ import (
 
 // evidence is a run of five orders, one poison order and one malformed
 // message, with the ledger and DLQ given.
-func evidence(ledger map[string]LedgerRow, dead ...system.DeadLetter) Evidence {
+func evidence(ledger map[string]system.LedgerRow, dead ...system.DeadLetter) Evidence {
 	plan := Plan{Poison: map[string]bool{"p-1": true}, Malformed: []string{"m-1"}}
 	for _, id := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
 		plan.Orders = append(plan.Orders, system.Order{OrderID: id})
@@ -20,13 +20,15 @@ func evidence(ledger map[string]LedgerRow, dead ...system.DeadLetter) Evidence {
 	return Evidence{Plan: plan, Ledger: ledger, DeadLetters: dead, OrderOf: map[string]string{"consumer#h3": "o-3"}, LeaseMode: true}
 }
 
-func applied(n int) LedgerRow { return LedgerRow{Issued: n, UpdatedAt: time.Unix(100, 0)} }
+func applied(n int) system.LedgerRow {
+	return system.LedgerRow{Issued: n, UpdatedAt: time.Unix(100, 0)}
+}
 
 var poisonDead = system.DeadLetter{OrderID: "p-1", Reason: "consumer: injected fault: poison order fails every time"}
 var malformedDead = system.DeadLetter{OrderID: "m-1", Reason: "sqsbatch: key: consumer: malformed order: unexpected end of JSON input"}
 
 func TestSettleEveryOrderAccountedFor(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1)},
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1)},
 		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-5", Reason: "consumer: ledger update: throttled"})
 	a := Settle(ev)
 	if a.Orders != 6 || a.Applied != 4 || len(a.Lost) != 0 || a.DoubleEffects != 0 {
@@ -41,7 +43,7 @@ func TestSettleEveryOrderAccountedFor(t *testing.T) {
 }
 
 func TestSettleLost(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)}, poisonDead)
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)}, poisonDead)
 	ev.Unpublished = []string{"o-4"}
 	a := Settle(ev)
 	if !slices.Equal(a.Lost, []string{"o-5", "m-1"}) || !slices.Equal(a.Unpublished, []string{"o-4"}) {
@@ -54,7 +56,7 @@ func TestSettleLost(t *testing.T) {
 
 func TestSettleDoubleEffectCauses(t *testing.T) {
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	ev := evidence(map[string]LedgerRow{"o-1": applied(2), "o-2": applied(2), "o-3": applied(2), "o-4": applied(3), "o-5": applied(1)}, poisonDead, malformedDead)
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(2), "o-2": applied(2), "o-3": applied(2), "o-4": applied(3), "o-5": applied(1)}, poisonDead, malformedDead)
 	ev.Events = []Event{
 		{At: at, Kind: EventKill, Point: PointAfterEffect, Key: "o-1", Pool: "consumer", Batch: []string{"o-1", "o-2"}},
 		{At: at, Kind: EventTimeout, Pool: "consumer", Batch: []string{"o-2"}},
@@ -95,7 +97,7 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 }
 
 func TestSettleEffectTimeoutWindow(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(2), "o-4": applied(1), "o-5": applied(1)}, poisonDead, malformedDead)
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(2), "o-4": applied(1), "o-5": applied(1)}, poisonDead, malformedDead)
 	ev.Windows = []Window{{Outcome: EffectTimeout, RecordKey: "consumer#h3", Error: "consumer: ledger update: context deadline exceeded"}}
 	a := Settle(ev)
 	if len(a.Unexplained) != 0 || a.Doubled[0].Causes[0].Class != ClassEffectLate {
@@ -104,7 +106,7 @@ func TestSettleEffectTimeoutWindow(t *testing.T) {
 }
 
 func TestSettleDeadLetterReasons(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)},
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)},
 		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-4"}, system.DeadLetter{OrderID: "o-5"})
 	ev.Events = []Event{{Kind: EventTimeout, Batch: []string{"o-4"}}, {Kind: EventTimeout, Batch: []string{"o-4"}}}
 	a := Settle(ev)
@@ -121,18 +123,18 @@ func TestSettleDeadLetterReasons(t *testing.T) {
 }
 
 func TestSettlePoisonApplied(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1), "o-5": applied(1), "p-1": applied(1)}, malformedDead)
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1), "o-5": applied(1), "p-1": applied(1)}, malformedDead)
 	if a := Settle(ev); !slices.Equal(a.PoisonApplied, []string{"p-1"}) || len(a.Problems(true)) != 1 {
 		t.Fatalf("poison applied %v, problems %v", a.PoisonApplied, a.Problems(true))
 	}
 }
 
 func TestLatency(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{}, poisonDead, malformedDead)
+	ev := evidence(map[string]system.LedgerRow{}, poisonDead, malformedDead)
 	ev.SentAt = map[string]time.Time{}
 	base := time.Unix(1000, 0)
 	for i, o := range ev.Plan.Orders[:5] {
-		ev.Ledger[o.OrderID] = LedgerRow{Issued: 1, UpdatedAt: base.Add(time.Duration(i+1) * 100 * time.Millisecond)}
+		ev.Ledger[o.OrderID] = system.LedgerRow{Issued: 1, UpdatedAt: base.Add(time.Duration(i+1) * 100 * time.Millisecond)}
 		ev.SentAt[o.OrderID] = base
 	}
 	l := Settle(ev).Latency
@@ -159,7 +161,7 @@ func TestPercentiles(t *testing.T) {
 }
 
 func TestSettleRunStoppedEarly(t *testing.T) {
-	ev := evidence(map[string]LedgerRow{"o-1": applied(1)}, malformedDead)
+	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1)}, malformedDead)
 	ev.Handed = map[string]time.Time{"o-1": {}, "o-2": {}, "m-1": {}}
 	a := Settle(ev)
 	if a.NotSent != 4 || a.Orders != 2 || !slices.Equal(a.Lost, []string{"o-2"}) {

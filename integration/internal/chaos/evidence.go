@@ -1,18 +1,13 @@
 package chaos
 
 import (
-	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
@@ -66,31 +61,4 @@ func storageKeys(plan Plan, namespace string) map[string]string {
 		out[g.StorageKey(o.OrderID)] = o.OrderID
 	}
 	return out
-}
-
-// readLedger scans the effect's ledger.
-func readLedger(ctx context.Context, s *system.System) (map[string]LedgerRow, error) {
-	out := map[string]LedgerRow{}
-	p := dynamodb.NewScanPaginator(s.DDB, &dynamodb.ScanInput{
-		TableName: aws.String(s.Ledger), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("orderId, issued, updatedAt"),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("chaos: scan ledger: %w", err)
-		}
-		for _, item := range page.Items {
-			var row struct {
-				OrderID   string `dynamodbav:"orderId"`
-				Issued    int    `dynamodbav:"issued"`
-				UpdatedAt int64  `dynamodbav:"updatedAt"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &row); err != nil {
-				return nil, err
-			}
-			out[row.OrderID] = LedgerRow{Issued: row.Issued, UpdatedAt: time.UnixMilli(row.UpdatedAt)}
-		}
-	}
-	return out, nil
 }

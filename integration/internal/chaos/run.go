@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -110,7 +111,11 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	lambdaLog := &LambdaLog{Out: logFile}
 	sc := cfg.System
 	sc.NoPoller, sc.Log = true, lambdaLog
-	sc.ConsumerEnv = merged(sc.ConsumerEnv, map[string]string{contract.EnvMode: cfg.Mode})
+	sc.ConsumerEnv = maps.Clone(sc.ConsumerEnv)
+	if sc.ConsumerEnv == nil {
+		sc.ConsumerEnv = map[string]string{}
+	}
+	sc.ConsumerEnv[contract.EnvMode] = cfg.Mode
 	s, err := system.Start(ctx, sc)
 	if err != nil {
 		return nil, err
@@ -194,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if res.EndVisible+res.EndInFlight > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d messages left in the queue, %d in flight", res.EndVisible, res.EndInFlight))
 	}
-	ledger, err := readLedger(cctx, s)
+	ledger, err := s.LedgerRows(cctx)
 	if err != nil {
 		return nil, err
 	}
@@ -217,16 +222,6 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	res.Samples = tl.Samples()
 	res.CPU = cpu1.minus(cpu0)
 	return res, nil
-}
-
-func merged(maps ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // ErrInvariant: a run's Problems are not empty.

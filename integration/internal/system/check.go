@@ -65,11 +65,19 @@ func QueueDepth(ctx context.Context, c *sqs.Client, url string) (visible, inFlig
 	return visible, inFlight, nil
 }
 
-// Issued returns the ledger: how many gift cards each order got. Any value
-// above 1 is a double effect.
-func (s *System) Issued(ctx context.Context) (map[string]int, error) {
-	issued := map[string]int{}
-	p := dynamodb.NewScanPaginator(s.DDB, &dynamodb.ScanInput{TableName: aws.String(s.Ledger), ConsistentRead: aws.Bool(true)})
+// LedgerRow is one order's line in the effect's ledger.
+type LedgerRow struct {
+	Issued    int       // gift cards issued: above 1 is a double effect
+	UpdatedAt time.Time // when the last one was issued
+}
+
+// LedgerRows returns the effect's ledger by order id.
+func (s *System) LedgerRows(ctx context.Context) (map[string]LedgerRow, error) {
+	out := map[string]LedgerRow{}
+	p := dynamodb.NewScanPaginator(s.DDB, &dynamodb.ScanInput{
+		TableName: aws.String(s.Ledger), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("orderId, issued, updatedAt"),
+	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -77,14 +85,29 @@ func (s *System) Issued(ctx context.Context) (map[string]int, error) {
 		}
 		for _, item := range page.Items {
 			var row struct {
-				OrderID string `dynamodbav:"orderId"`
-				Issued  int    `dynamodbav:"issued"`
+				OrderID   string `dynamodbav:"orderId"`
+				Issued    int    `dynamodbav:"issued"`
+				UpdatedAt int64  `dynamodbav:"updatedAt"`
 			}
 			if err := attributevalue.UnmarshalMap(item, &row); err != nil {
 				return nil, err
 			}
-			issued[row.OrderID] = row.Issued
+			out[row.OrderID] = LedgerRow{Issued: row.Issued, UpdatedAt: time.UnixMilli(row.UpdatedAt)}
 		}
+	}
+	return out, nil
+}
+
+// Issued returns how many gift cards each order got. Any value above 1 is
+// a double effect.
+func (s *System) Issued(ctx context.Context) (map[string]int, error) {
+	rows, err := s.LedgerRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	issued := make(map[string]int, len(rows))
+	for id, r := range rows {
+		issued[id] = r.Issued
 	}
 	return issued, nil
 }
