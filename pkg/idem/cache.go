@@ -2,20 +2,78 @@ package idem
 
 import (
 	"container/list"
-	"slices"
 	"sync"
 	"time"
 )
 
-// cache is a bounded LRU of completed keys. It only ever holds receipts, so
-// a hit can only turn a store round trip into the same Duplicate answer.
-type cache struct {
+// lru is a bounded map from storage keys to entries that expire, the least
+// recently used dropped first. A Guard keeps two: the receipts it has seen
+// (WithCache), and the receipts it still owes (pending.go).
+type lru[E expiring] struct {
 	mu    sync.Mutex
 	size  int
-	order *list.List // front: most recently used; values are *cacheItem
+	order *list.List // front: most recently used; values are *lruItem[E]
 	items map[string]*list.Element
 }
 
+// expiring is an entry of an lru: it is dropped once now reaches expires().
+type expiring interface{ expires() time.Time }
+
+type lruItem[E expiring] struct {
+	key   string
+	entry E
+}
+
+func newLRU[E expiring](size int) *lru[E] {
+	return &lru[E]{size: size, order: list.New(), items: make(map[string]*list.Element, size)}
+}
+
+func (c *lru[E]) get(key string, now time.Time) (E, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero E
+	el, ok := c.items[key]
+	if !ok {
+		return zero, false
+	}
+	it := el.Value.(*lruItem[E])
+	if !now.Before(it.entry.expires()) {
+		c.order.Remove(el)
+		delete(c.items, key)
+		return zero, false
+	}
+	c.order.MoveToFront(el)
+	return it.entry, true
+}
+
+func (c *lru[E]) put(key string, e E) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		el.Value.(*lruItem[E]).entry = e
+		c.order.MoveToFront(el)
+		return
+	}
+	c.items[key] = c.order.PushFront(&lruItem[E]{key: key, entry: e})
+	if c.order.Len() > c.size {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.items, last.Value.(*lruItem[E]).key)
+	}
+}
+
+func (c *lru[E]) remove(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.order.Remove(el)
+		delete(c.items, key)
+	}
+}
+
+// cacheEntry is a receipt the Guard has seen (WithCache). It only ever
+// holds receipts, so a hit can only turn a store round trip into the same
+// Duplicate answer. Its result is the Guard's own copy: callers get copies.
 type cacheEntry struct {
 	fingerprint string
 	result      []byte
@@ -24,47 +82,4 @@ type cacheEntry struct {
 	expiresAt   time.Time
 }
 
-type cacheItem struct {
-	key string
-	cacheEntry
-}
-
-func newCache(size int) *cache {
-	return &cache{size: size, order: list.New(), items: make(map[string]*list.Element, size)}
-}
-
-func (c *cache) get(key string, now time.Time) (cacheEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[key]
-	if !ok {
-		return cacheEntry{}, false
-	}
-	it := el.Value.(*cacheItem)
-	if !now.Before(it.expiresAt) {
-		c.order.Remove(el)
-		delete(c.items, key)
-		return cacheEntry{}, false
-	}
-	c.order.MoveToFront(el)
-	e := it.cacheEntry
-	e.result = slices.Clone(e.result) // callers own what they are given
-	return e, true
-}
-
-func (c *cache) put(key string, e cacheEntry) {
-	e.result = slices.Clone(e.result)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		el.Value.(*cacheItem).cacheEntry = e
-		c.order.MoveToFront(el)
-		return
-	}
-	c.items[key] = c.order.PushFront(&cacheItem{key: key, cacheEntry: e})
-	if c.order.Len() > c.size {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(*cacheItem).key)
-	}
-}
+func (e cacheEntry) expires() time.Time { return e.expiresAt }

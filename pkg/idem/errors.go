@@ -21,10 +21,12 @@ var (
 	ErrLeaseLost = errors.New("idem: lease lost to another attempt")
 
 	// ErrUnconfirmed: the effect ran, but its receipt could not be written
-	// before the lease ended (the store failed or was too slow for longer
-	// than the safety margin). After the lease another delivery may run the
-	// effect again: this is the window of lease mode, reported so it can be
-	// counted and alarmed on. The error also wraps the store's error.
+	// before the caller's deadline (the store failed or was too slow). The
+	// Guard owes the receipt: a later call for the key in this process writes
+	// it instead of running the effect. In another process, a delivery after
+	// the lease may run the effect again: this is the window of lease mode,
+	// reported so it can be counted and alarmed on. The error also wraps the
+	// store's error.
 	ErrUnconfirmed = errors.New("idem: effect ran, receipt not written")
 
 	// ErrStore: the store failed (unreachable, throttled past every retry,
@@ -34,7 +36,10 @@ var (
 
 	// ErrInvalid: bad input (empty or over-long key, bad namespace, nil
 	// function, a duration or size the Guard or its store cannot honour, too
-	// many transactional writes). No store call was made.
+	// many transactional writes), refused before any store call, or a
+	// request the store refused as invalid (a transactional write DynamoDB
+	// cannot run). Retrying cannot help; it is a caller's mistake, never an
+	// outage of the store.
 	ErrInvalid = errors.New("idem: invalid input")
 
 	// ErrNotTransactional: DoTx was called on a Guard whose Store cannot

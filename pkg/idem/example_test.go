@@ -96,7 +96,7 @@ func ExampleWithCache() {
 func ExampleWithObserver() {
 	counts := map[idem.Outcome]int{}
 	guard, err := idem.New(idemtest.NewMemoryStore(), "payments",
-		idem.WithObserver(func(e idem.Event) { counts[e.Outcome]++ })) // must be safe for concurrent use in real code
+		idem.WithObserver(func(_ context.Context, e idem.Event) { counts[e.Outcome]++ })) // must be safe for concurrent use in real code
 	if err != nil {
 		panic(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,7 +35,9 @@ type Guard struct {
 	caps      Capabilities
 	namespace string
 	opts      options
-	cache     *cache
+	cache     *lru[cacheEntry] // nil without WithCache
+	pending   *lru[receipt]    // receipts owed: effects run, receipts not written
+	tx        TxStore          // nil unless the store commits transactions
 }
 
 // New returns a Guard over store for namespace. The namespace separates the
@@ -57,15 +61,23 @@ func New(store Store, namespace string, opts ...Option) (*Guard, error) {
 	if err := o.check(caps); err != nil {
 		return nil, err
 	}
-	g := &Guard{store: store, caps: caps, namespace: namespace, opts: o}
+	g := &Guard{store: store, caps: caps, namespace: namespace, opts: o, pending: newLRU[receipt](pendingSize)}
+	g.tx, _ = store.(TxStore)
+	if !caps.Transactions {
+		g.tx = nil
+	}
 	if o.cacheSize > 0 {
-		g.cache = newCache(o.cacheSize)
+		g.cache = newLRU[cacheEntry](o.cacheSize)
 	}
 	return g, nil
 }
 
 // Namespace returns the Guard's namespace.
 func (g *Guard) Namespace() string { return g.namespace }
+
+// Transactional reports whether DoTx can run: the Guard's store commits an
+// effect's writes with its receipt.
+func (g *Guard) Transactional() bool { return g.tx != nil }
 
 // Do runs fn unless a receipt for key exists, and reports what happened.
 //
@@ -77,9 +89,9 @@ func (g *Guard) Namespace() string { return g.namespace }
 // ErrStore, ErrInvalid, or fn's own error (Failed).
 func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func) (Result, error) {
 	start := g.opts.now()
-	defer g.observePanic(start)
+	defer g.observePanic(ctx, start)
 	res, err := g.do(ctx, key, payload, fn, start)
-	g.observe(res, err, start)
+	g.observe(ctx, res, err, start)
 	return res, err
 }
 
@@ -92,9 +104,9 @@ func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func) (Re
 // otherwise).
 func (g *Guard) DoTx(ctx context.Context, key string, payload []byte, fn TxFunc) (Result, error) {
 	start := g.opts.now()
-	defer g.observePanic(start)
+	defer g.observePanic(ctx, start)
 	res, err := g.doTx(ctx, key, payload, fn, start)
-	g.observe(res, err, start)
+	g.observe(ctx, res, err, start)
 	return res, err
 }
 
@@ -105,6 +117,9 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	}
 	fp := fingerprint(payload)
 	if res, ok, err := g.fromCache(skey, fp, now); ok {
+		return res, err
+	}
+	if res, ok, err := g.owed(ctx, skey, fp, now); ok {
 		return res, err
 	}
 
@@ -149,44 +164,17 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	if err != nil {
 		return Result{Outcome: Failed, Attempts: rec.Attempts}, err
 	}
-	return g.complete(ctx, skey, token, fp, rec.Attempts, value, acq.ExpiresAt, leaseUntil)
-}
-
-// complete writes the receipt of an effect that ran. The write never runs
-// past the end of the lease: after it, another attempt may hold the record
-// and run the effect, and a receipt written late would only hide that.
-func (g *Guard) complete(ctx context.Context, skey, token, fp string, attempts int, value []byte, expiresAt, leaseUntil time.Time) (Result, error) {
-	c := Completion{Result: value, ExpiresAt: expiresAt, Now: g.opts.now()}
+	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, value: value, leaseUntil: leaseUntil,
+		completion: Completion{Result: value, ExpiresAt: acq.ExpiresAt}}
 	if len(value) > g.opts.maxResult {
-		c.Result, c.ResultOmitted = nil, true
+		r.completion.Result, r.completion.ResultOmitted = nil, true
 	}
-	wctx, cancel := writeContext(ctx, leaseUntil)
-	defer cancel()
-	err := g.store.Complete(wctx, skey, token, c)
-	if errors.Is(err, ErrResultTooLarge) && !c.ResultOmitted {
-		// The store declared room for it but refused it anyway: keep the
-		// receipt, drop the result. A result must never cost a receipt.
-		c.Result, c.ResultOmitted = nil, true
-		err = g.store.Complete(wctx, skey, token, c)
-	}
-	res := Result{Value: value, ResultOmitted: c.ResultOmitted, Attempts: attempts}
-	switch {
-	case err == nil:
-		g.remember(skey, fp, c.Result, c.ResultOmitted, attempts, c.ExpiresAt)
-		res.Outcome = Executed
-		return res, nil
-	case errors.Is(err, ErrLeaseLost):
-		res.Outcome = LeaseLost
-		return res, fmt.Errorf("idem: complete %s (attempt %d): %w", skey, attempts, err)
-	default:
-		res.Outcome = Unconfirmed
-		return res, fmt.Errorf("idem: complete %s (attempt %d): %w: %w", skey, attempts, ErrUnconfirmed, storeError(err))
-	}
+	return g.complete(ctx, skey, r)
 }
 
 func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc, now time.Time) (Result, error) {
-	ts, ok := g.store.(TxStore)
-	if !ok || !g.caps.Transactions {
+	ts := g.tx
+	if ts == nil {
 		return Result{Outcome: Rejected}, fmt.Errorf("%w: %w", ErrInvalid, ErrNotTransactional)
 	}
 	skey, err := g.validCall(key, fn == nil)
@@ -254,7 +242,7 @@ func (g *Guard) conflict(skey string, rec Record, fp string, now time.Time) (Res
 		res.Outcome, res.Value, res.ResultOmitted = Duplicate, rec.Result, rec.ResultOmitted
 		return res, nil
 	}
-	res.Outcome = InProgress
+	res.Outcome, res.LeaseUntil = InProgress, rec.LeaseUntil
 	if rec.LeaseUntil.After(now) {
 		return res, fmt.Errorf("%w: %s leased for another %s", ErrInProgress, skey, rec.LeaseUntil.Sub(now).Round(time.Millisecond))
 	}
@@ -283,11 +271,13 @@ func (g *Guard) run(ctx context.Context, fn Func, release func(reason error) err
 }
 
 // release marks the record FAILED, with what WithErrorText keeps of the
-// reason, before the lease ends.
+// reason (valid UTF-8, as every store keeps strings), fenced like the
+// receipt.
 func (g *Guard) release(ctx context.Context, skey, token string, reason error, leaseUntil time.Time) error {
-	ctx, cancel := writeContext(ctx, leaseUntil)
+	ctx, cancel := g.writeContext(ctx, leaseUntil)
 	defer cancel()
-	return g.store.Release(ctx, skey, token, truncate(g.opts.errorText(reason), MaxLastErrorLen), g.opts.now())
+	text := truncate(strings.ToValidUTF8(g.opts.errorText(reason), "\uFFFD"), MaxLastErrorLen)
+	return g.store.Release(ctx, skey, token, text, g.opts.now())
 }
 
 func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, err error) {
@@ -302,20 +292,20 @@ func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, 
 		return Result{Outcome: Mismatch, Attempts: e.attempts, Cached: true}, true,
 			fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
 	}
-	return Result{Outcome: Duplicate, Value: e.result, ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, true, nil
+	return Result{Outcome: Duplicate, Value: slices.Clone(e.result), ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, true, nil
 }
 
 func (g *Guard) remember(skey, fp string, result []byte, omitted bool, attempts int, expiresAt time.Time) {
 	if g.cache != nil {
-		g.cache.put(skey, cacheEntry{fingerprint: fp, result: result, omitted: omitted, attempts: attempts, expiresAt: expiresAt})
+		g.cache.put(skey, cacheEntry{fingerprint: fp, result: slices.Clone(result), omitted: omitted, attempts: attempts, expiresAt: expiresAt})
 	}
 }
 
-func (g *Guard) observe(res Result, err error, start time.Time) {
+func (g *Guard) observe(ctx context.Context, res Result, err error, start time.Time) {
 	if g.opts.observer == nil {
 		return
 	}
-	g.opts.observer(Event{
+	g.opts.observer(ctx, Event{
 		Namespace: g.namespace,
 		Outcome:   res.Outcome,
 		Attempts:  res.Attempts,
@@ -327,9 +317,9 @@ func (g *Guard) observe(res Result, err error, start time.Time) {
 
 // observePanic reports a panicking effect as Failed and lets the panic go
 // on; it must be deferred directly.
-func (g *Guard) observePanic(start time.Time) {
+func (g *Guard) observePanic(ctx context.Context, start time.Time) {
 	if p := recover(); p != nil {
-		g.observe(Result{Outcome: Failed}, fmt.Errorf("idem: effect panicked: %v", p), start)
+		g.observe(ctx, Result{Outcome: Failed}, fmt.Errorf("idem: effect panicked: %v", p), start)
 		panic(p)
 	}
 }

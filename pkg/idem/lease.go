@@ -52,16 +52,19 @@ func (g *Guard) window(ctx context.Context, now time.Time) (leaseUntil, effectEn
 	return leaseUntil, effectEnd, nil
 }
 
-// writeContext is the context for writing the receipt or releasing: not
-// cancelled with the effect (what happened must still be recorded), but
-// ending with the lease, or with ctx's deadline (the Lambda's) if that comes
-// first. After the lease another attempt may hold the record.
-func writeContext(ctx context.Context, leaseUntil time.Time) (context.Context, context.CancelFunc) {
-	end := leaseUntil
-	if d, ok := ctx.Deadline(); ok && d.Before(end) {
-		end = d
+// writeContext is the context of a receipt or a release. It is not
+// cancelled with the effect (what happened must still be recorded), and it
+// does not end with the lease: the write is fenced by the lease token, so it
+// lands only while no other attempt has taken the record over. It ends with
+// ctx's deadline (the Lambda's), or, when ctx has none, a safety margin
+// after the later of now and the lease end.
+func (g *Guard) writeContext(ctx context.Context, leaseUntil time.Time) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(base, d)
 	}
-	return context.WithDeadline(context.WithoutCancel(ctx), end)
+	now := g.opts.now()
+	return context.WithTimeout(base, later(leaseUntil, now).Sub(now)+g.opts.margin)
 }
 
 func later(a, b time.Time) time.Time {

@@ -1,6 +1,9 @@
 package idem
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Outcome says what a call to Do or DoTx did.
 type Outcome int
@@ -25,8 +28,10 @@ const (
 	// Rejected: the input was invalid (ErrInvalid); nothing was stored.
 	Rejected
 	// Unconfirmed: the effect ran but its receipt could not be written
-	// before the lease ended (ErrUnconfirmed). The effect is done; a later
-	// delivery may run it again.
+	// before the caller's deadline (ErrUnconfirmed). The effect is done. A
+	// later call for the key in this process writes the receipt instead of
+	// running the effect; in another process, a delivery after the lease
+	// may run it again.
 	Unconfirmed
 	// StoreError: the store failed before the effect could run (ErrStore).
 	StoreError
@@ -66,6 +71,10 @@ type Result struct {
 	Attempts int
 	// Cached: a Duplicate answered from the per-process cache, no request.
 	Cached bool
+	// LeaseUntil, for InProgress, is when the lease of the attempt holding
+	// the key ends (by the holder's clock): after it, the key is a
+	// Duplicate or free to take. Zero when unknown.
+	LeaseUntil time.Time
 }
 
 // Event is passed to the observer after every call; count them for metrics.
@@ -80,6 +89,7 @@ type Event struct {
 	Err error
 }
 
-// Observer is told about every outcome. It must be safe for concurrent use
-// and fast: it runs inline.
-type Observer func(Event)
+// Observer is told about every outcome, with the context of the call (a
+// tracer finds its span there). It must be safe for concurrent use and
+// fast: it runs inline.
+type Observer func(context.Context, Event)

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 	stores "github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 )
 
@@ -84,4 +86,20 @@ func tooLarge(err error) bool {
 func tooLargeMessage(msg string) bool {
 	msg = strings.ToLower(msg)
 	return strings.Contains(msg, "item size") && strings.Contains(msg, "exceeded")
+}
+
+// invalid wraps err with idem.ErrInvalid when DynamoDB, or the SDK before
+// sending, refused the request as malformed (a transactional write of the
+// effect's that DynamoDB cannot run, a key that does not match the table's
+// schema): retrying cannot help, and it is the caller's mistake, not an
+// outage of the store, so it must not fail whole batches as one would.
+func invalid(err error) error {
+	var (
+		api    smithy.APIError
+		params *smithy.InvalidParamsError
+	)
+	if errors.As(err, &params) || (errors.As(err, &api) && api.ErrorCode() == "ValidationException") {
+		return fmt.Errorf("%w: %w", idem.ErrInvalid, err)
+	}
+	return err
 }

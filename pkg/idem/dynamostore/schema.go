@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -52,8 +53,19 @@ func (n Names) fields() []struct{ field, value string } {
 	}
 }
 
-// validate reports an empty or repeated name; sortKey, if set, must differ
-// from every other name too.
+// DynamoDB's limits on attribute names: a key attribute's name is at most
+// 255 bytes, any other's at most 64 KB. A longer one fails every request.
+const (
+	maxKeyNameBytes  = 255
+	maxNameBytes     = 64 << 10
+	minTableNameLen  = 3
+	maxTableNameLen  = 255
+	tableARNPrefix   = "arn:"
+	tableNameSymbols = "_-."
+)
+
+// validate reports an empty, too long or repeated name; sortKey, if set,
+// must differ from every other name too.
 func (n Names) validate(sortKey string) error {
 	seen := make(map[string]string)
 	fields := n.fields()
@@ -61,8 +73,15 @@ func (n Names) validate(sortKey string) error {
 		fields = append(fields, struct{ field, value string }{"sort key", sortKey})
 	}
 	for _, f := range fields {
+		limit := maxNameBytes
+		if f.field == "PartitionKey" || f.field == "sort key" {
+			limit = maxKeyNameBytes
+		}
 		if f.value == "" {
 			return fmt.Errorf("%w: dynamostore: schema: empty %s", idem.ErrInvalid, f.field)
+		}
+		if len(f.value) > limit {
+			return fmt.Errorf("%w: dynamostore: schema: %s is %d bytes, more than DynamoDB's %d", idem.ErrInvalid, f.field, len(f.value), limit)
 		}
 		if other, ok := seen[f.value]; ok {
 			return fmt.Errorf("%w: dynamostore: schema: %s and %s are both %q", idem.ErrInvalid, other, f.field, f.value)
@@ -79,4 +98,21 @@ func (n Names) namesLen() int {
 		total += len(f.value)
 	}
 	return total
+}
+
+// validTable reports a table name DynamoDB would refuse on every request:
+// 3 to 255 letters, digits, '_', '-' and '.', or a table ARN.
+func validTable(table string) error {
+	if strings.HasPrefix(table, tableARNPrefix) {
+		return nil
+	}
+	if len(table) < minTableNameLen || len(table) > maxTableNameLen {
+		return fmt.Errorf("%w: dynamostore: table name %q is not 3 to 255 characters", idem.ErrInvalid, table)
+	}
+	for _, r := range table {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(tableNameSymbols, r)) {
+			return fmt.Errorf("%w: dynamostore: table name %q has %q: only letters, digits, '_', '-' and '.'", idem.ErrInvalid, table, r)
+		}
+	}
+	return nil
 }

@@ -55,8 +55,10 @@ type Store struct {
 	tableName *string
 	names     Names
 	// sortKey and partitionValue are set by WithCompositeKey: records live
-	// under (partitionValue, storage key) in a table with a sort key.
-	sortKey, partitionValue string
+	// under (partitionValue, storage key) in a table with a sort key, whose
+	// partition key is compositeKey (kept apart from names, so that
+	// WithSchema after WithCompositeKey does not undo it).
+	compositeKey, sortKey, partitionValue string
 
 	exprs   exprCache
 	backoff func(n int) time.Duration // wait before retry n (0-based); tests shorten it
@@ -90,7 +92,7 @@ func WithCompositeKey(partitionKey, sortKey, partitionValue string) Option {
 		case len(partitionValue) > MaxPartitionValueLen:
 			return fmt.Errorf("%w: dynamostore: composite key: partition value is %d bytes, more than %d", idem.ErrInvalid, len(partitionValue), MaxPartitionValueLen)
 		}
-		s.names.PartitionKey, s.sortKey, s.partitionValue = partitionKey, sortKey, partitionValue
+		s.compositeKey, s.sortKey, s.partitionValue = partitionKey, sortKey, partitionValue
 		return nil
 	}
 }
@@ -104,14 +106,17 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: dynamostore: nil client", idem.ErrInvalid)
 	}
-	if table == "" {
-		return nil, fmt.Errorf("%w: dynamostore: empty table name", idem.ErrInvalid)
+	if err := validTable(table); err != nil {
+		return nil, err
 	}
 	s := &Store{client: client, table: table, tableName: aws.String(table), names: DefaultSchema, backoff: stores.Jitter}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
 			return nil, err
 		}
+	}
+	if s.compositeKey != "" {
+		s.names.PartitionKey = s.compositeKey
 	}
 	if err := s.names.validate(s.sortKey); err != nil {
 		return nil, err
@@ -220,7 +225,7 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 		// A transactional commit of the same key is under way.
 		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w: %w", a.Key, idem.ErrInProgress, err)
 	default:
-		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, err)
+		return idem.Record{}, false, false, fmt.Errorf("dynamostore: acquire %q: %w", a.Key, invalid(err))
 	}
 }
 
@@ -288,7 +293,7 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 	case len(c.Result) > 0 && tooLarge(err):
 		return fmt.Errorf("dynamostore: complete %q: %w (%w)", key, idem.ErrResultTooLarge, err)
 	}
-	return fmt.Errorf("dynamostore: complete %q: %w", key, err)
+	return fmt.Errorf("dynamostore: complete %q: %w", key, invalid(err))
 }
 
 type releaseShape struct{ reason bool }
@@ -319,7 +324,7 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 		if lost := leaseLost(err); lost != nil {
 			return fmt.Errorf("dynamostore: release %q: %w", key, lost)
 		}
-		return fmt.Errorf("dynamostore: release %q: %w", key, err)
+		return fmt.Errorf("dynamostore: release %q: %w", key, invalid(err))
 	}
 	return nil
 }

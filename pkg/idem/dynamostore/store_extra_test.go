@@ -97,7 +97,7 @@ func TestCapabilities(t *testing.T) {
 	if !caps.Transactions || caps.MaxResultSize < idem.DefaultMaxResultSize || caps.MaxResultSize > 400<<10-idem.MaxStorageKeyLen || caps.MaxKeySize != idem.MaxStorageKeyLen {
 		t.Fatalf("capabilities %+v", caps)
 	}
-	c, err := New(&fakeAPI{}, "t", WithCompositeKey("PK", "SK", "IDEMPOTENCY"))
+	c, err := New(&fakeAPI{}, "receipts", WithCompositeKey("PK", "SK", "IDEMPOTENCY"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCompositeKey(t *testing.T) {
 		WithCompositeKey("", "SK", "v"), WithCompositeKey("PK", "", "v"), WithCompositeKey("PK", "SK", ""),
 		WithCompositeKey("PK", "status", "v"), WithCompositeKey("PK", "SK", string(make([]byte, MaxPartitionValueLen+1))),
 	} {
-		if _, err := New(f, "t", bad); !errors.Is(err, idem.ErrInvalid) {
+		if _, err := New(f, "receipts", bad); !errors.Is(err, idem.ErrInvalid) {
 			t.Errorf("bad composite key: %v, want ErrInvalid", err)
 		}
 	}

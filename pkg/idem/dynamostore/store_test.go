@@ -433,12 +433,12 @@ func TestNewValidates(t *testing.T) {
 	}
 	bad := DefaultSchema
 	bad.Lease = bad.Status
-	if _, err := New(&fakeAPI{}, "t", WithSchema(bad)); !errors.Is(err, idem.ErrInvalid) {
+	if _, err := New(&fakeAPI{}, "receipts", WithSchema(bad)); !errors.Is(err, idem.ErrInvalid) {
 		t.Errorf("duplicate attribute names: %v", err)
 	}
 	other := DefaultSchema
 	other.PartitionKey = "id"
-	s, err := New(&fakeAPI{}, "t", WithSchema(other))
+	s, err := New(&fakeAPI{}, "receipts", WithSchema(other))
 	if err != nil || s.key("k")["id"] == nil {
 		t.Errorf("custom schema: %v", err)
 	}
@@ -464,5 +464,46 @@ func TestDecodeRoundTrip(t *testing.T) {
 	}
 	if _, err := s.decode(map[string]types.AttributeValue{"attempts": &types.AttributeValueMemberS{Value: "x"}}); err == nil {
 		t.Fatal("decode of a malformed item: no error")
+	}
+}
+
+// TestOptionsInAnyOrder: WithSchema after WithCompositeKey keeps the
+// composite key (it used to put the schema's partition key back, and every
+// request failed against the table).
+func TestOptionsInAnyOrder(t *testing.T) {
+	composite := WithCompositeKey("PK", "SK", "IDEMPOTENCY")
+	for _, opts := range [][]Option{{composite, WithSchema(DefaultSchema)}, {WithSchema(DefaultSchema), composite}} {
+		s, err := New(&fakeAPI{}, "receipts", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := s.key("ns#k"); len(k) != 2 || k["PK"] == nil || k["SK"] == nil {
+			t.Errorf("key %v, want PK and SK", k)
+		}
+	}
+}
+
+// TestNewRefusesWhatDynamoDBRefuses: names and table names DynamoDB would
+// refuse on every request are ErrInvalid at New.
+func TestNewRefusesWhatDynamoDBRefuses(t *testing.T) {
+	long := strings.Repeat("k", 256)
+	for name, opts := range map[string][]Option{
+		"partition key name over 255 bytes": {WithSchema(func() Names { n := DefaultSchema; n.PartitionKey = long; return n }())},
+		"sort key name over 255 bytes":      {WithCompositeKey("PK", long, "IDEMPOTENCY")},
+		"composite key name over 255 bytes": {WithCompositeKey(long, "SK", "IDEMPOTENCY")},
+	} {
+		if _, err := New(&fakeAPI{}, "receipts", opts...); !errors.Is(err, idem.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	for _, table := range []string{"", "ab", "has space", "naïve", strings.Repeat("t", 256)} {
+		if _, err := New(&fakeAPI{}, table); !errors.Is(err, idem.ErrInvalid) {
+			t.Errorf("table %q: %v, want ErrInvalid", table, err)
+		}
+	}
+	for _, table := range []string{"abc", "My_Table-1.v2", "arn:aws:dynamodb:eu-west-1:123456789012:table/receipts"} {
+		if _, err := New(&fakeAPI{}, table); err != nil {
+			t.Errorf("table %q: %v", table, err)
+		}
 	}
 }

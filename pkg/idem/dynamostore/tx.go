@@ -103,7 +103,7 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 
 	var canceled *types.TransactionCanceledException
 	if !errors.As(err, &canceled) {
-		return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)
+		return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, invalid(err))
 	}
 	reasons := canceled.CancellationReasons
 	// The receipt first: when it is in the way, the effect's conditions may
@@ -135,6 +135,14 @@ func (s *Store) commit(ctx context.Context, t idem.Transaction, writes []types.T
 	for i, r := range reasons[min(1, len(reasons)):] {
 		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
 			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: write %d: %w: %w (%w)", t.Key, i, ErrWriteConditionFailed, idem.ErrTxAborted, err)
+		}
+	}
+	for i, r := range reasons {
+		if aws.ToString(r.Code) == "ValidationError" {
+			// A write DynamoDB cannot run (its key does not match its
+			// table's schema, its expression is wrong, its item too
+			// large): the effect's mistake, or the receipt's table's.
+			return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: item %d (0 is the receipt) refused: %w: %w", t.Key, i, idem.ErrInvalid, err)
 		}
 	}
 	return idem.Record{}, false, false, fmt.Errorf("dynamostore: commit %q: %w", t.Key, err)

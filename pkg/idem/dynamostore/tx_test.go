@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -137,6 +138,9 @@ func TestCommitCancellationReasons(t *testing.T) {
 		"throttled":                      {err: canceled(none, reason("ThrottlingError", nil)), wantErr: &types.TransactionCanceledException{}},
 		"other error":                    {err: &types.ResourceNotFoundException{Message: aws.String("no table")}, wantErr: &types.ResourceNotFoundException{}},
 		"receipt too large":              {err: canceled(reasonMsg("ValidationError", "Item size has exceeded the maximum allowed size"), none), wantErr: idem.ErrResultTooLarge},
+		// The effect's mistakes are ErrInvalid, never a store outage.
+		"write refused":     {err: canceled(none, reasonMsg("ValidationError", "The provided key element does not match the schema")), wantErr: idem.ErrInvalid, wantInMsg: "item 1"},
+		"request malformed": {err: &smithy.GenericAPIError{Code: "ValidationException", Message: "Invalid UpdateExpression: Syntax error"}, wantErr: idem.ErrInvalid},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{tx: []func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error){

@@ -194,3 +194,26 @@ func (s *suite) panics(t *testing.T, store idem.Store) {
 		t.Fatalf("after a panic: %+v, %v; want Executed on attempt 2", res, err)
 	}
 }
+
+// lateReceipt: an effect that outlives its lease, with nobody taking the
+// record over, still has its receipt written: the write is fenced by the
+// lease token, not by the lease's end, so a store must not refuse it for
+// the time.
+func (s *suite) lateReceipt(t *testing.T, store idem.Store) {
+	clock := NewClock(time.Now())
+	g, err := idem.New(store, unique("ns"), idem.WithClock(clock.Now), idem.WithLease(10*time.Second), idem.WithSafetyMargin(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := unique("order")
+	res, err := g.Do(context.Background(), key, []byte("p"), func(context.Context) ([]byte, error) {
+		clock.Advance(30 * time.Second) // well past the lease
+		return []byte("late"), nil
+	})
+	if err != nil || res.Outcome != idem.Executed {
+		t.Fatalf("receipt after the lease, nobody took over: %+v, %v; want Executed", res, err)
+	}
+	if rec, ok := s.record(t, store, g.StorageKey(key)); ok && (rec.Status != idem.StatusCompleted || string(rec.Result) != "late") {
+		t.Fatalf("record %+v, want the late receipt", rec)
+	}
+}

@@ -61,6 +61,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"InProgressWhileLeaseLive", s.inProgress},
 		{"LeaseExpiryTakeover", s.takeover},
 		{"ZombieCompleteLeaseLost", s.zombie},
+		{"LateReceiptLands", s.lateReceipt},
 		{"FencingOnStore", s.fencing},
 		{"RetriedWritesAreOwn", s.retriedWrites},
 		{"ReleaseAllowsImmediateReacquire", s.release},

@@ -3,13 +3,17 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/internal/retry"
 )
 
 // go-redis retries a command itself (Options.MaxRetries, 3 by default) on
@@ -67,4 +71,21 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// classify adds what an error means to the caller: WRONGTYPE (the record's
+// key holds another kind of value, the prefix collides with other data) is
+// idem.ErrInvalid — a configuration mistake, not an outage that fails whole
+// batches; a script the server cannot compile is a server older than Redis
+// 7 (script shebangs), said in so many words.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return fmt.Errorf("%w: %w (another value is stored under the record's key: choose another WithPrefix)", idem.ErrInvalid, err)
+	case strings.Contains(err.Error(), "Error compiling script"):
+		return fmt.Errorf("%w (redisstore needs Redis 7.0 or later, or Valkey: its scripts declare flags)", err)
+	}
+	return err
 }

@@ -28,7 +28,14 @@ import (
 //
 // ARGV: now, lease, leaseUntil, expiresAt ("" for none), fingerprint ("" for
 // none).
-const acquireLua = `
+//
+// The shebang (Redis 7) makes the server refuse the script before it runs
+// when it is out of memory (maxmemory with noeviction): no lease is taken
+// that its receipt could not follow. Without it, Redis checks memory only
+// at a script's first write, and only if that command can grow memory:
+// this script's first write is HDEL, which cannot, and after a first write
+// Redis lets every other write of the script through.
+const acquireLua = `#!lua
 local key, now = KEYS[1], tonumber(ARGV[1])
 local f = redis.call('HMGET', key, 'status', 'leaseUntil', 'expiresAt')
 local status, leaseUntil, expiresAt = f[1], tonumber(f[2]), tonumber(f[3])
@@ -66,7 +73,12 @@ return {1, rec}
 //
 // ARGV: lease, expiresAt ("" for none), updatedAt, result ("" for none),
 // resultOmitted ("1" or "").
-const completeLua = `
+//
+// allow-oom: a receipt is written even when the server is out of memory
+// (noeviction). Its lease was taken before memory ran out, and the effect
+// has run: refusing the receipt could only make a copy run it again. It
+// exceeds maxmemory by one record at most; new leases are refused.
+const completeLua = `#!lua flags=allow-oom
 local key = KEYS[1]
 if redis.call('HGET', key, 'lease') ~= ARGV[1] then
 	return 0
@@ -96,7 +108,10 @@ return 1
 // and the TTL stay as they are.
 //
 // ARGV: lease, updatedAt, lastError ("" for none).
-const releaseLua = `
+//
+// allow-oom, as completeLua: a failed attempt's release lets the next
+// delivery run at once.
+const releaseLua = `#!lua flags=allow-oom
 local key = KEYS[1]
 if redis.call('HGET', key, 'lease') ~= ARGV[1] then
 	return 0
@@ -112,7 +127,8 @@ return 1
 
 // getLua reads the record, expired or not. A script rather than HGETALL so
 // that the Store needs nothing of the client but Eval and EvalSha.
-const getLua = `return redis.call('HGETALL', KEYS[1])`
+const getLua = `#!lua flags=no-writes
+return redis.call('HGETALL', KEYS[1])`
 
 // script is a Lua script and its SHA-1, under which the server caches it.
 type script struct{ src, sha string }

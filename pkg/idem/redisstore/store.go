@@ -12,8 +12,10 @@ import (
 )
 
 // Client is the part of a go-redis client the Store uses: running Lua
-// scripts. *redis.Client, *redis.ClusterClient, *redis.Ring and
-// redis.UniversalClient implement it; tests pass a fake.
+// scripts. *redis.Client (Sentinel's failover client included),
+// *redis.ClusterClient and redis.UniversalClient implement it; tests pass a
+// fake. *redis.Ring implements it too, but New refuses it: see the package
+// documentation.
 type Client interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
@@ -84,6 +86,11 @@ func New(client Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: redisstore: nil client", idem.ErrInvalid)
 	}
+	if _, ok := client.(*redis.Ring); ok {
+		return nil, fmt.Errorf("%w: redisstore: a *redis.Ring moves the keys of a shard that stops answering to the others, "+
+			"so a receipt that is only out of reach reads as absent and its effect runs again: "+
+			"use a *redis.Client (redis.NewFailoverClient with Sentinel) or a *redis.ClusterClient", idem.ErrInvalid)
+	}
 	s := &Store{client: client, prefix: DefaultPrefix, maxResult: DefaultMaxResultSize, backoff: retry.Jitter}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
@@ -116,7 +123,7 @@ func (s *Store) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, b
 		return err
 	})
 	if err != nil {
-		return idem.Record{}, false, fmt.Errorf("redisstore: acquire %q: %w", a.Key, err)
+		return idem.Record{}, false, fmt.Errorf("redisstore: acquire %q: %w", a.Key, classify(err))
 	}
 	rec, ok, err := acquired(a.Key, reply)
 	if err != nil {
@@ -168,7 +175,7 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 // idem.ErrLeaseLost.
 func fenced(op, key string, reply any, err error) error {
 	if err != nil {
-		return fmt.Errorf("redisstore: %s %q: %w", op, key, err)
+		return fmt.Errorf("redisstore: %s %q: %w", op, key, classify(err))
 	}
 	switch reply {
 	case int64(1):
@@ -190,7 +197,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, bool, error) 
 		return err
 	})
 	if err != nil {
-		return idem.Record{}, false, fmt.Errorf("redisstore: get %q: %w", key, err)
+		return idem.Record{}, false, fmt.Errorf("redisstore: get %q: %w", key, classify(err))
 	}
 	rec, err := decode(key, reply)
 	if err != nil {

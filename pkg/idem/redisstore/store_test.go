@@ -335,3 +335,30 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestRingIsRefused: a Ring moves a shard's keys to the others when the
+// shard stops answering its heartbeat, so a receipt that is only out of
+// reach reads as absent, and a copy runs the effect again.
+func TestRingIsRefused(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}})
+	defer ring.Close()
+	if _, err := New(ring); !errors.Is(err, idem.ErrInvalid) {
+		t.Fatalf("New(*redis.Ring): %v, want ErrInvalid", err)
+	}
+}
+
+// TestWrongTypeIsInvalid: a key holding another kind of value (the prefix
+// collides with other data) is the caller's mistake, not a store outage.
+func TestWrongTypeIsInvalid(t *testing.T) {
+	s := newTestStore(t, replies(fail(redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"))))
+	if _, _, err := s.Acquire(context.Background(), acq); !errors.Is(err, idem.ErrInvalid) {
+		t.Fatalf("Acquire on a key of another type: %v, want ErrInvalid", err)
+	}
+	g, err := idem.New(s, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := g.Do(context.Background(), "k", nil, func(context.Context) ([]byte, error) { return nil, nil }); res.Outcome != idem.Rejected {
+		t.Fatalf("Do: %v, want Rejected (not StoreError)", res.Outcome)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -59,6 +60,9 @@ type options struct {
 	logger      *slog.Logger
 	payload     func(events.SQSMessage) []byte
 	hook        func(context.Context, RecordResult)
+	tracer      Tracer
+	visibility  Visibility
+	maxReceives int
 }
 
 // WithConcurrency bounds how many records of a batch run at once. Default
@@ -135,6 +139,10 @@ func NewTx(g *idem.Guard, key KeyFunc, fn TxFunc, opts ...Option) (*Handler, err
 	if fn == nil {
 		return nil, fmt.Errorf("%w: nil function", idem.ErrInvalid)
 	}
+	if g != nil && !g.Transactional() {
+		// Every record would fail with it: say so now.
+		return nil, fmt.Errorf("%w: %w", idem.ErrInvalid, idem.ErrNotTransactional)
+	}
 	return newHandler(g, key, opts, &Handler{txfn: fn})
 }
 
@@ -159,6 +167,24 @@ func newHandler(g *idem.Guard, key KeyFunc, opts []Option, h *Handler) (*Handler
 	return h, nil
 }
 
+// withResponseTime ends ctx a little before its deadline, so that every
+// record's work, a receipt retried until the deadline included, leaves time
+// to return the batch response: past the deadline Lambda drops it, and every
+// record of the batch, done or not, comes back. A tenth of the time left,
+// at most responseTime.
+func withResponseTime(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline.Add(-min(responseTime, time.Until(deadline)/10)))
+}
+
+// responseTime is the most withResponseTime keeps for the response:
+// writing the logs and metrics and posting the response to the Lambda
+// runtime take a few milliseconds.
+const responseTime = 250 * time.Millisecond
+
 // ErrStoreDown: every record of the batch failed because the store failed.
 // Handle returns it (wrapping idem.ErrStore) so that Lambda counts a function
 // error and the event source mapping backs off, instead of polling on at full
@@ -169,10 +195,17 @@ var ErrStoreDown = errors.New("sqsbatch: every record failed on the store")
 // failures. The error is nil, unless every record failed because the store
 // failed: then it wraps ErrStoreDown and idem.ErrStore (see the package
 // documentation).
-func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	resp = events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	if len(ev.Records) == 0 {
 		return resp, nil
+	}
+	ctx, cancel := withResponseTime(ctx)
+	defer cancel()
+	if h.opts.tracer != nil {
+		var end func(events.SQSEventResponse, error)
+		ctx, end = h.opts.tracer.Batch(ctx, ev)
+		defer func() { end(resp, err) }()
 	}
 	log := h.opts.logger
 	if lc, ok := lambdacontext.FromContext(ctx); ok {

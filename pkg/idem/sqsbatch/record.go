@@ -96,6 +96,11 @@ func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r RecordResult
 }
 
 func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r RecordResult) {
+	if h.opts.tracer != nil {
+		var end func(RecordResult)
+		ctx, end = h.opts.tracer.Record(ctx, msg)
+		defer func() { end(r) }() // after the recover below has set r
+	}
 	r.MessageID = msg.MessageId
 	if k.err != nil {
 		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", k.err), true
@@ -116,17 +121,20 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 		}
 	}()
 
-	var res idem.Result
-	var err error
 	payload := h.opts.payload(msg)
-	if h.txfn != nil {
-		res, err = h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.TxEffect, error) {
-			return h.txfn(ctx, key, msg)
-		})
-	} else {
-		res, err = h.guard.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+	run := func() (idem.Result, error) {
+		if h.txfn != nil {
+			return h.guard.DoTx(ctx, key, payload, func(ctx context.Context) (idem.TxEffect, error) {
+				return h.txfn(ctx, key, msg)
+			})
+		}
+		return h.guard.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
 			return h.fn(ctx, key, msg)
 		})
+	}
+	res, err := run()
+	if res.Outcome == idem.InProgress {
+		res, err = h.inProgress(ctx, log, msg, res, err, run)
 	}
 	r.Outcome, r.Attempts, r.Err = res.Outcome, res.Attempts, err
 	r.Failed = !succeeded(res.Outcome)

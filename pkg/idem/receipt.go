@@ -1,0 +1,109 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// receipt is the record of an effect that ran under a lease: what Complete
+// writes, fenced by the token the effect ran under.
+type receipt struct {
+	token       string
+	fingerprint string
+	attempts    int
+	value       []byte // the effect's result, as returned (also when not kept)
+	completion  Completion
+	leaseUntil  time.Time
+}
+
+func (r receipt) expires() time.Time { return r.completion.ExpiresAt }
+
+// owned is r with a result of its own, which no caller can change.
+func (r receipt) owned() receipt {
+	v := slices.Clone(r.value)
+	if r.completion.Result != nil { // the result kept is the value itself
+		r.completion.Result = v
+	}
+	r.value = v
+	return r
+}
+
+// pendingSize bounds the receipts a Guard owes (see owed). Each holds a
+// result of up to the result cap; Unconfirmed is rare, and a process that
+// owes this many receipts has a store that has been failing for a while.
+const pendingSize = 128
+
+// complete writes the receipt of an effect that ran and reports the
+// outcome. The write is fenced by the lease token, so it lands only if no
+// other attempt took the record over, and it is retried past the lease end
+// for as long as the caller can wait (writeContext): a receipt that lands
+// late still makes every later copy a duplicate. One that cannot be written
+// is owed: a later call for the key in this process writes it instead of
+// running the effect again.
+func (g *Guard) complete(ctx context.Context, skey string, r receipt) (Result, error) {
+	err := g.writeReceipt(ctx, skey, &r)
+	res := Result{Value: r.value, ResultOmitted: r.completion.ResultOmitted, Attempts: r.attempts}
+	switch {
+	case err == nil:
+		g.remember(skey, r.fingerprint, r.completion.Result, r.completion.ResultOmitted, r.attempts, r.completion.ExpiresAt)
+		res.Outcome = Executed
+		return res, nil
+	case errors.Is(err, ErrLeaseLost):
+		res.Outcome = LeaseLost
+		return res, fmt.Errorf("idem: complete %s (attempt %d): %w", skey, r.attempts, err)
+	default:
+		g.pending.put(skey, r.owned())
+		res.Outcome = Unconfirmed
+		return res, fmt.Errorf("idem: complete %s (attempt %d): %w: %w", skey, r.attempts, ErrUnconfirmed, storeError(err))
+	}
+}
+
+// writeReceipt writes r, dropping its result when the store refuses it for
+// its size: a result must never cost a receipt.
+func (g *Guard) writeReceipt(ctx context.Context, skey string, r *receipt) error {
+	wctx, cancel := g.writeContext(ctx, r.leaseUntil)
+	defer cancel()
+	r.completion.Now = g.opts.now()
+	err := g.store.Complete(wctx, skey, r.token, r.completion)
+	if errors.Is(err, ErrResultTooLarge) && !r.completion.ResultOmitted {
+		r.completion.Result, r.completion.ResultOmitted = nil, true
+		err = g.store.Complete(wctx, skey, r.token, r.completion)
+	}
+	return err
+}
+
+// owed answers a call for a key whose effect this process already ran
+// without landing its receipt (Unconfirmed): it writes the receipt now and
+// answers Duplicate, or, when the store still fails, Unconfirmed again —
+// never a second run. ok is false when nothing is owed for skey, or when
+// another attempt has taken the record over since (the caller goes on as
+// if nothing were owed: the record decides).
+func (g *Guard) owed(ctx context.Context, skey, fp string, now time.Time) (res Result, ok bool, err error) {
+	r, found := g.pending.get(skey, now)
+	if !found {
+		return Result{}, false, nil
+	}
+	res = Result{Attempts: r.attempts}
+	if r.fingerprint != "" && fp != "" && r.fingerprint != fp {
+		res.Outcome = Mismatch
+		return res, true, fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
+	}
+	err = g.writeReceipt(ctx, skey, &r)
+	switch {
+	case err == nil:
+		g.pending.remove(skey)
+		g.remember(skey, r.fingerprint, r.completion.Result, r.completion.ResultOmitted, r.attempts, r.completion.ExpiresAt)
+		res.Outcome, res.Value, res.ResultOmitted = Duplicate, slices.Clone(r.completion.Result), r.completion.ResultOmitted
+		return res, true, nil
+	case errors.Is(err, ErrLeaseLost):
+		g.pending.remove(skey)
+		return Result{}, false, nil
+	default:
+		g.pending.put(skey, r)
+		res.Outcome, res.Value, res.ResultOmitted = Unconfirmed, slices.Clone(r.value), r.completion.ResultOmitted
+		return res, true, fmt.Errorf("idem: complete %s (attempt %d, owed): %w: %w", skey, r.attempts, ErrUnconfirmed, storeError(err))
+	}
+}

@@ -1,0 +1,190 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
+)
+
+// downStore fails every Complete while down is set, the way a store that
+// throttles every retry does: until the context ends.
+type downStore struct {
+	*idemtest.MemoryStore
+	mu        sync.Mutex
+	down      bool
+	completes int
+}
+
+func (s *downStore) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+func (s *downStore) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
+	s.mu.Lock()
+	s.completes++
+	down := s.down
+	s.mu.Unlock()
+	for down {
+		select {
+		case <-ctx.Done():
+			return errors.Join(errors.New("ThrottlingException"), ctx.Err())
+		case <-time.After(10 * time.Millisecond): // the store's retry backoff
+		}
+		s.mu.Lock()
+		down = s.down
+		s.mu.Unlock()
+	}
+	return s.MemoryStore.Complete(ctx, key, lease, c)
+}
+
+// TestLateReceiptLands: an effect that overruns its lease (here outside
+// Lambda, with no deadline) still gets its receipt written, since the write
+// is fenced by the lease token and nobody took the record over. The old
+// rule ("never write past the lease") reported Unconfirmed, and the next
+// copy ran the effect again.
+func TestLateReceiptLands(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store, idem.WithLease(200*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+	runs := 0
+	effect := func(ctx context.Context) ([]byte, error) {
+		runs++
+		time.Sleep(400 * time.Millisecond) // an effect that ignores its context and overruns the lease
+		return []byte("v"), nil
+	}
+	res, err := g.Do(context.Background(), "k", nil, effect)
+	if err != nil || res.Outcome != idem.Executed {
+		t.Fatalf("effect past its lease, nobody took over: %+v, %v; want Executed", res, err)
+	}
+	// A fresh Guard (another process): the receipt is in the store.
+	other := mustGuard(t, store, idem.WithLease(200*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+	if res, err := other.Do(context.Background(), "k", nil, effect); err != nil || res.Outcome != idem.Duplicate || runs != 1 {
+		t.Fatalf("copy after the late receipt: %+v, %v, runs %d; want Duplicate, 1 run", res, err, runs)
+	}
+}
+
+// TestLateReceiptIsFenced: when another attempt took the record over after
+// the lease, the late receipt does not land: LeaseLost, and the new
+// owner's record is intact.
+func TestLateReceiptIsFenced(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	opts := []idem.Option{idem.WithLease(200 * time.Millisecond), idem.WithSafetyMargin(100 * time.Millisecond)}
+	zombie, other := mustGuard(t, store, opts...), mustGuard(t, store, opts...)
+	res, err := zombie.Do(context.Background(), "k", nil, func(ctx context.Context) ([]byte, error) {
+		time.Sleep(300 * time.Millisecond) // past the lease
+		res, err := other.Do(context.Background(), "k", nil, ok("new owner"))
+		if err != nil || res.Outcome != idem.Executed {
+			t.Errorf("takeover after the lease: %+v, %v", res, err)
+		}
+		return []byte("zombie"), nil
+	})
+	if !errors.Is(err, idem.ErrLeaseLost) || res.Outcome != idem.LeaseLost {
+		t.Fatalf("late receipt after a takeover: %+v, %v; want LeaseLost", res, err)
+	}
+	rec, _, _ := store.Get(context.Background(), other.StorageKey("k"))
+	if rec.Status != idem.StatusCompleted || string(rec.Result) != "new owner" {
+		t.Fatalf("new owner's record %+v", rec)
+	}
+}
+
+// TestReceiptWriteRunsToTheDeadline: the receipt is retried past the lease
+// end, until the caller's deadline, and lands when the store comes back.
+func TestReceiptWriteRunsToTheDeadline(t *testing.T) {
+	store := &downStore{MemoryStore: idemtest.NewMemoryStore(), down: true}
+	g := mustGuard(t, store, idem.WithLease(300*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	time.AfterFunc(600*time.Millisecond, func() { store.setDown(false) }) // after the lease, before the deadline
+	res, err := g.Do(ctx, "k", nil, ok("v"))
+	if err != nil || res.Outcome != idem.Executed {
+		t.Fatalf("store back after the lease, before the deadline: %+v, %v; want Executed", res, err)
+	}
+}
+
+// TestOwedReceiptNotRunTwice: the receipt cannot be written before the
+// deadline (Unconfirmed); a later call for the key in the same process — a
+// copy in the same SQS batch, say — must not run the effect again, whether
+// the store is still down (Unconfirmed again) or back (the owed receipt is
+// written, Duplicate).
+func TestOwedReceiptNotRunTwice(t *testing.T) {
+	store := &downStore{MemoryStore: idemtest.NewMemoryStore(), down: true}
+	g := mustGuard(t, store, idem.WithLease(200*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+	runs := 0
+	effect := func(context.Context) ([]byte, error) { runs++; return []byte("card-1"), nil }
+	call := func(d time.Duration) (idem.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return g.Do(ctx, "k", []byte("p"), effect)
+	}
+	if res, err := call(400 * time.Millisecond); res.Outcome != idem.Unconfirmed || !errors.Is(err, idem.ErrUnconfirmed) {
+		t.Fatalf("first: %+v, %v; want Unconfirmed", res, err)
+	}
+	// The lease has run out: without the owed receipt, this would take it.
+	if res, err := call(400 * time.Millisecond); res.Outcome != idem.Unconfirmed || !errors.Is(err, idem.ErrUnconfirmed) || runs != 1 {
+		t.Fatalf("copy while the store is down: %+v, %v, runs %d; want Unconfirmed, 1 run", res, err, runs)
+	}
+	if _, err := g.Do(context.Background(), "k", []byte("other"), effect); !errors.Is(err, idem.ErrPayloadMismatch) {
+		t.Fatalf("copy with another payload: %v; want ErrPayloadMismatch", err)
+	}
+	store.setDown(false)
+	res, err := call(time.Second)
+	if err != nil || res.Outcome != idem.Duplicate || string(res.Value) != "card-1" || runs != 1 {
+		t.Fatalf("copy after the store came back: %+v, %v, runs %d; want Duplicate of card-1, 1 run", res, err, runs)
+	}
+	rec, _, _ := store.Get(context.Background(), g.StorageKey("k"))
+	if rec.Status != idem.StatusCompleted || string(rec.Result) != "card-1" {
+		t.Fatalf("record %+v; want the owed receipt", rec)
+	}
+}
+
+// TestOwedReceiptYieldsToTakeover: once another attempt has taken the
+// record over, the owed receipt is dropped (fenced out) and the record
+// decides.
+func TestOwedReceiptYieldsToTakeover(t *testing.T) {
+	store := &downStore{MemoryStore: idemtest.NewMemoryStore(), down: true}
+	opts := []idem.Option{idem.WithLease(200 * time.Millisecond), idem.WithSafetyMargin(100 * time.Millisecond)}
+	g, other := mustGuard(t, store, opts...), mustGuard(t, store, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	if res, _ := g.Do(ctx, "k", nil, ok("first")); res.Outcome != idem.Unconfirmed {
+		t.Fatalf("first: %+v; want Unconfirmed", res)
+	}
+	store.setDown(false)
+	if res, err := other.Do(context.Background(), "k", nil, ok("second")); err != nil || res.Outcome != idem.Executed {
+		t.Fatalf("another process after the lease: %+v, %v (the window)", res, err)
+	}
+	if res, err := g.Do(context.Background(), "k", nil, ok("third")); err != nil || res.Outcome != idem.Duplicate || string(res.Value) != "second" {
+		t.Fatalf("copy in the first process: %+v, %v; want the new owner's receipt", res, err)
+	}
+}
+
+func TestInProgressTellsWhenTheLeaseEnds(t *testing.T) {
+	g := mustGuard(t, idemtest.NewMemoryStore(), idem.WithLease(time.Minute))
+	_, err := g.Do(context.Background(), "k", nil, func(ctx context.Context) ([]byte, error) {
+		l, _ := idem.LeaseFromContext(ctx)
+		res, err := g.Do(ctx, "k", nil, ok("copy"))
+		if !errors.Is(err, idem.ErrInProgress) || !res.LeaseUntil.Equal(l.Until) {
+			t.Errorf("copy during the lease: %+v, %v; want InProgress until %s", res, err, l.Until)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTransactional(t *testing.T) {
+	if g := mustGuard(t, idemtest.NewMemoryStore()); !g.Transactional() {
+		t.Error("a TxStore declaring transactions: not transactional")
+	}
+	// A wrapper that declares transactions but hides Commit: lease mode only.
+	if g := mustGuard(t, struct{ idem.Store }{idemtest.NewMemoryStore()}); g.Transactional() {
+		t.Error("a store without Commit: transactional")
+	}
+}
