@@ -19,7 +19,12 @@ type receipt struct {
 	leaseUntil  time.Time
 }
 
-func (r receipt) expires() time.Time { return r.completion.ExpiresAt }
+// expires is when an owed receipt is forgotten: a second after the receipt
+// would have expired, since a store may keep expiry in whole seconds
+// (DynamoDB's TTL attribute) and count the record as there until then.
+// Forgetting it earlier could run the effect again while the record still
+// stands.
+func (r receipt) expires() time.Time { return r.completion.ExpiresAt.Add(time.Second) }
 
 // owned is r with a result of its own, which no caller can change.
 func (r receipt) owned() receipt {

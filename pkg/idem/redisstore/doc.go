@@ -4,15 +4,18 @@
 // # The client
 //
 // The Store runs Lua scripts through [Client], the two methods of go-redis
-// it needs (Eval and EvalSha), so that *redis.Client, *redis.ClusterClient,
-// *redis.Ring and redis.UniversalClient all fit, as does a wrapper of your
-// own. go-redis is Redis's own Go client; it speaks to Valkey as well (the
+// it needs (Eval and EvalSha), so that *redis.Client (Sentinel's
+// redis.NewFailoverClient included), *redis.ClusterClient and
+// redis.UniversalClient all fit, as does a wrapper of your own; New refuses
+// a *redis.Ring (see Deployments). [WithWaitReplicas] needs a *redis.Client
+// or a *redis.ClusterClient itself. go-redis is Redis's own Go client; it speaks to Valkey as well (the
 // protocol and the scripting are the same), and it has hooks for tracing
 // and metrics. valkey-go would do too, but it would be a second client in
 // programs that already have go-redis, and its command builders would buy
-// nothing for four fixed scripts. Give the client ContextTimeoutEnabled: true,
-// so that a request ends with its context (the Guard ends a receipt's with the
-// lease) rather than only with the client's ReadTimeout.
+// nothing for a few fixed scripts. Give the client ContextTimeoutEnabled:
+// true, so that a request ends with its context (the Guard ends a receipt's
+// with the caller's deadline) rather than only with the client's
+// ReadTimeout.
 //
 // # The record
 //
@@ -76,14 +79,15 @@
 // go-redis retries network errors and LOADING, TRYAGAIN, CLUSTERDOWN and
 // the like itself (Options.MaxRetries). The Store retries such transient
 // errors again on top, with capped exponential backoff and full jitter (25
-// ms doubling to 400 ms): Complete until its context ends (the Guard ends it
-// with the lease, never later, since after the lease another attempt may
-// hold the record), Acquire and reads up to 4 attempts, Release 4. Every
-// retry is the same request, and the scripts make it safe: a write that
-// landed but whose response was lost is found holding the caller's lease
-// and counts as the caller's own. Other errors (OOM, WRONGTYPE, a script
-// error) are returned as they are, wrapped with the storage key; the Guard
-// reports them as idem.ErrStore.
+// ms doubling to 400 ms): Complete until its context ends (the Guard's: the
+// caller's deadline, past the lease end too, since the receipt is fenced and
+// lands only if nobody took the record over), Acquire and reads up to 4
+// attempts, Release 4. Every retry is the same request, and the scripts make
+// it safe: a write that landed but whose response was lost is found holding
+// the caller's lease and counts as the caller's own. WRONGTYPE (another
+// value under the record's key) is idem.ErrInvalid. Other errors (OOM, a
+// script error) are returned as they are, wrapped with the storage key; the
+// Guard reports them as idem.ErrStore.
 //
 // # Limits
 //
@@ -104,17 +108,60 @@
 // package's. Use lease mode, or dynamostore for effects that are DynamoDB
 // writes.
 //
-// # What Redis must be trusted with
+// # Deployments
 //
-// Redis acknowledges a write before it is on disk or on a replica. A
-// receipt lost to a restart without persistence, or to a failover to a
-// replica that had not received it, lets a later copy of the message run the
-// effect again. For receipts that must last, run Redis with AOF (appendonly
-// yes, appendfsync everysec loses at most a second) and with maxmemory-policy
-// noeviction: every record has a TTL, so the volatile-* policies (and the
-// allkeys-* ones) would evict receipts under memory pressure, while
-// noeviction makes writes fail (an error, reported as idem.ErrStore) and
-// keeps every receipt. DynamoDB's writes are durable when acknowledged.
+// The guarantee: an effect completes at most once per key while its receipt
+// is retained, and a live lease is never taken over. Redis keeps it only
+// while it keeps every record it acknowledged, and it can lose one in three
+// ways: a receipt lost lets a copy of the message run the effect again; a
+// lease lost lets a copy run it while the first attempt still does.
+//
+// Eviction. Every record has a TTL, so under maxmemory every policy but
+// noeviction evicts records (volatile-* ones pick them before other data).
+// Set maxmemory-policy noeviction: a full server then refuses new leases
+// (StoreError, nothing runs) and still lands receipts and releases (their
+// scripts declare allow-oom), and no record is ever evicted.
+//
+// Restarts. Without persistence a restart loses every record; RDB snapshots
+// alone lose what came after the last one. Set appendonly yes:
+// appendfsync always survives a crash of the machine; everysec survives a
+// crash of the process (its writes are in the kernel already) and loses up
+// to a second or two on a crash of the machine. A primary without
+// persistence that restarts on its own comes back empty, and its replicas
+// copy the empty data set.
+//
+// Failovers. Replication is asynchronous: Redis acknowledges a write before
+// any replica has it, and a failover to a replica that lacked it loses it.
+// [WithWaitReplicas](n, timeout) closes that: every lease is on n replicas
+// before its effect runs, every receipt before the Guard reports Executed.
+// With n equal to the number of replicas, any replica that Sentinel or the
+// cluster promotes has them; with fewer, only while a replica that
+// acknowledged can be promoted (Sentinel and the cluster prefer the replica
+// with the greatest replication offset, among equal replica-priority). An
+// isolated primary cannot take leases either: no replica acknowledges. The
+// price: with fewer than n replicas reachable, no new effect runs.
+//
+//	deployment          keeps the guarantee                      breaks otherwise
+//	single node         noeviction; appendonly yes               eviction, restart: copies run again,
+//	                    (fsync always, or everysec)              leases lost run twice at once
+//	primary + replicas  the above on every node, and             failover: a receipt lost runs again,
+//	  (Sentinel)        WithWaitReplicas(number of replicas)     a lease lost runs twice at once
+//	Redis Cluster       as Sentinel, per shard (WAIT goes to     as Sentinel, per shard
+//	                    the master of the record's slot)
+//	*redis.Ring         never: New refuses it                    a shard that misses heartbeats has its
+//	                                                             keys moved: leases taken twice at once
+//
+// A ring is client-side sharding over servers that do not know of each
+// other: when a shard misses the ring's heartbeats, go-redis moves its keys
+// to the live shards, so a record that is only out of reach reads as absent
+// and a copy takes a second lease; no setting of Redis changes that.
+//
+// [Store.Check] reads the server's INFO and names what it finds unsafe:
+// an eviction policy, a server older than 7.0, a replica written to, fewer
+// replicas than WithWaitReplicas asks for ([idem.ErrInvalid]), and
+// persistence off ([ErrNotDurable], which a caller may accept). It cannot
+// read appendfsync, nor the settings of replicas, which apply once one is
+// promoted. DynamoDB's writes are durable and replicated when acknowledged.
 //
 // A Store is safe for concurrent use.
 package redisstore

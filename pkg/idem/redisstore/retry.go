@@ -20,9 +20,10 @@ import (
 // network errors and on LOADING, TRYAGAIN, CLUSTERDOWN and the like. The
 // Store retries on top of that, as dynamostore does, because it knows what
 // each request is for: a receipt is retried until its context ends (the
-// Guard ends it with the lease), long after the client's few retries would
-// have given up, since a receipt not written is the window in which the
-// effect can run twice. Acquire and Release are retried a few times.
+// Guard's: the caller's deadline, past the lease, since the receipt is
+// fenced), long after the client's few retries would have given up, since a
+// receipt not written is the window in which the effect can run twice.
+// Acquire and Release are retried a few times.
 //
 // Every retry is the same request, and the scripts make it idempotent: a
 // write that landed but whose response was lost is found holding the
@@ -37,7 +38,7 @@ const (
 	// untilDeadline: retry until ctx ends.
 	untilDeadline = 0
 	// completeTimeout bounds Complete's retries when ctx has no deadline
-	// (the Guard always gives one: the end of the lease).
+	// (the Guard always gives one).
 	completeTimeout = 30 * time.Second
 )
 
@@ -52,6 +53,10 @@ func (s *Store) retry(ctx context.Context, tries int, op func(context.Context) e
 // connection failed or timed out. A done context is never transient (that is
 // the caller's deadline), nor is a closed client, nor a server error that
 // would answer the same again (OOM, WRONGTYPE, a script error).
+//
+// MOVED and ASK reach the Store only from the master it pipelines a WAIT to
+// (WithWaitReplicas on a cluster; the cluster client follows them itself
+// otherwise): the slot moved, and the retry finds its new master.
 func transient(err error) bool {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
@@ -59,7 +64,8 @@ func transient(err error) bool {
 		return false
 	case redis.IsLoadingError(err), redis.IsTryAgainError(err), redis.IsClusterDownError(err),
 		redis.IsMasterDownError(err), redis.IsReadOnlyError(err), redis.IsMaxClientsError(err),
-		redis.IsNoReplicasError(err), redis.HasErrorPrefix(err, "BUSY "):
+		redis.IsNoReplicasError(err), redis.HasErrorPrefix(err, "BUSY "),
+		redis.HasErrorPrefix(err, "MOVED "), redis.HasErrorPrefix(err, "ASK "):
 		return true
 	}
 	var redisErr redis.Error
@@ -71,6 +77,13 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// receiptTransient is transient for a receipt, which is also retried when
+// too few replicas acknowledged it (WithWaitReplicas): each try writes it
+// again and waits again, until a replica catches up or the context ends.
+func receiptTransient(err error) bool {
+	return transient(err) || errors.Is(err, ErrNotReplicated)
 }
 
 // classify adds what an error means to the caller: WRONGTYPE (the record's

@@ -26,6 +26,14 @@ import (
 // round trip. attempts is incremented from whatever the record held, even an
 // expired one that TTL has not evicted yet, as DynamoDB's ADD does.
 //
+// A record in the way that holds the caller's own lease is this very
+// acquisition's earlier write, whose response was lost: its lease field is
+// written again (the same value), so that the retry propagates a write and a
+// WAIT after it on the retry's connection (WithWaitReplicas) covers the
+// earlier one. In Valkey (9.1, tested) and newer Redis, WAIT counts only the
+// writes of its own connection, and would otherwise return at once on a new
+// one; Redis 7.0 counts up to the server's offset after any command.
+//
 // ARGV: now, lease, leaseUntil, expiresAt ("" for none), fingerprint ("" for
 // none).
 //
@@ -37,13 +45,16 @@ import (
 // Redis lets every other write of the script through.
 const acquireLua = `#!lua
 local key, now = KEYS[1], tonumber(ARGV[1])
-local f = redis.call('HMGET', key, 'status', 'leaseUntil', 'expiresAt')
+local f = redis.call('HMGET', key, 'status', 'leaseUntil', 'expiresAt', 'lease')
 local status, leaseUntil, expiresAt = f[1], tonumber(f[2]), tonumber(f[3])
 local takeable = not status
 	or (expiresAt ~= nil and expiresAt < now)
 	or status == 'FAILED'
 	or (status == 'IN_PROGRESS' and (leaseUntil == nil or leaseUntil < now))
 if not takeable then
+	if status == 'IN_PROGRESS' and f[4] == ARGV[2] then
+		redis.call('HSET', key, 'lease', ARGV[2])
+	end
 	return {0, redis.call('HGETALL', key)}
 end
 redis.call('HDEL', key, 'result', 'resultOmitted', 'lastError', 'fingerprint', 'expiresAt')
@@ -145,16 +156,20 @@ var (
 	getScript      = newScript(getLua)
 )
 
-// eval runs sc on key with EVALSHA, and with EVAL when the server does not
-// have it cached (NOSCRIPT: the first call on a server, or after a restart,
-// a failover or SCRIPT FLUSH), which caches it. So a script costs one round
+// eval runs sc on key (see evalOn).
+func (s *Store) eval(ctx context.Context, sc script, key string, args ...any) (any, error) {
+	return evalOn(ctx, s.client, sc, []string{key}, args...)
+}
+
+// evalOn runs sc with EVALSHA, and with EVAL when the server does not have
+// it cached (NOSCRIPT: the first call on a server, or after a restart, a
+// failover or SCRIPT FLUSH), which caches it. So a script costs one round
 // trip, and two the first time on each server. It is what go-redis's
 // Script.Run does, with only the two methods of [Client].
-func (s *Store) eval(ctx context.Context, sc script, key string, args ...any) (any, error) {
-	keys := []string{key}
-	v, err := s.client.EvalSha(ctx, sc.sha, keys, args...).Result()
+func evalOn(ctx context.Context, c Client, sc script, keys []string, args ...any) (any, error) {
+	v, err := c.EvalSha(ctx, sc.sha, keys, args...).Result()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = s.client.Eval(ctx, sc.src, keys, args...).Result()
+		v, err = c.Eval(ctx, sc.src, keys, args...).Result()
 	}
 	return v, err
 }

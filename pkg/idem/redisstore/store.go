@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 // scripts. *redis.Client (Sentinel's failover client included),
 // *redis.ClusterClient and redis.UniversalClient implement it; tests pass a
 // fake. *redis.Ring implements it too, but New refuses it: see the package
-// documentation.
+// documentation. WithWaitReplicas needs more than Eval and EvalSha: a
+// *redis.Client or a *redis.ClusterClient itself.
 type Client interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
@@ -51,6 +54,7 @@ type Store struct {
 	client    Client
 	prefix    string
 	maxResult int
+	wait      *waitReplicas             // nil without WithWaitReplicas
 	backoff   func(n int) time.Duration // wait before retry n (0-based); tests shorten it
 }
 
@@ -97,6 +101,11 @@ func New(client Client, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
+	if s.wait != nil {
+		if err := s.wait.connect(client); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -114,11 +123,15 @@ func (s *Store) Key(key string) string { return s.prefix + key }
 
 // Acquire implements idem.Store with one script, one round trip: it takes
 // the record, or returns the record in the way, lease and result included.
+// With WithWaitReplicas, a lease taken (or found taken by this very
+// acquisition) that too few replicas acknowledged is ErrNotReplicated, and
+// the effect must not run.
 func (s *Store) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
 	var reply any
+	var acks int64
 	err := s.retry(ctx, acquireTries, func(ctx context.Context) error {
 		var err error
-		reply, err = s.eval(ctx, acquireScript, s.Key(a.Key),
+		reply, acks, err = s.write(ctx, acquireScript, s.Key(a.Key),
 			millis(a.Now), a.Lease, millis(a.LeaseUntil), expiry(a.ExpiresAt), a.Fingerprint)
 		return err
 	})
@@ -129,13 +142,19 @@ func (s *Store) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, b
 	if err != nil {
 		return idem.Record{}, false, fmt.Errorf("redisstore: acquire %q: %w", a.Key, err)
 	}
+	if ok || (rec.Status == idem.StatusInProgress && rec.Lease == a.Lease) {
+		if err := s.replicated(acks); err != nil {
+			return idem.Record{}, false, fmt.Errorf("redisstore: acquire %q: %w", a.Key, err)
+		}
+	}
 	return rec, ok, nil
 }
 
 // Complete implements idem.Store with one script, fenced by the lease: only
-// the attempt that holds the record can complete it. Transient errors are
-// retried until ctx ends (the Guard ends it with the lease), because a
-// receipt we fail to write is the window in which the effect can run twice.
+// the attempt that holds the record can complete it. Transient errors, and
+// with WithWaitReplicas too few acknowledgements, are retried until ctx ends
+// (the Guard's: the caller's deadline), because a receipt we fail to write
+// is the window in which the effect can run twice.
 //
 // A result larger than the Store's cap is idem.ErrResultTooLarge, before any
 // request.
@@ -149,23 +168,37 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 		defer cancel()
 	}
 	var reply any
-	err := s.retry(ctx, untilDeadline, func(ctx context.Context) error {
+	var short error // the last shortfall of replicas, kept when a WAIT that follows runs into ctx's end
+	err := retry.Do(ctx, untilDeadline, receiptTransient, s.backoff, func(ctx context.Context) error {
+		var acks int64
 		var err error
-		reply, err = s.eval(ctx, completeScript, s.Key(key),
+		reply, acks, err = s.write(ctx, completeScript, s.Key(key),
 			lease, expiry(c.ExpiresAt), millis(c.Now), c.Result, flag(c.ResultOmitted))
+		if err == nil && reply == int64(1) {
+			err = s.replicated(acks)
+			short = cmp.Or(err, short)
+		}
 		return err
 	})
+	if short != nil && err != nil && !errors.Is(err, ErrNotReplicated) {
+		err = errors.Join(err, short)
+	}
 	return fenced("complete", key, reply, err)
 }
 
 // Release implements idem.Store with one script, fenced like Complete, with
 // a few retries of transient errors: a lost release only delays the next
-// attempt until the lease ends.
+// attempt until the lease ends. Too few acknowledgements (WithWaitReplicas)
+// are not retried, for the same reason.
 func (s *Store) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
 	var reply any
 	err := s.retry(ctx, releaseTries, func(ctx context.Context) error {
+		var acks int64
 		var err error
-		reply, err = s.eval(ctx, releaseScript, s.Key(key), lease, millis(now), reason)
+		reply, acks, err = s.write(ctx, releaseScript, s.Key(key), lease, millis(now), reason)
+		if err == nil && reply == int64(1) {
+			err = s.replicated(acks)
+		}
 		return err
 	})
 	return fenced("release", key, reply, err)

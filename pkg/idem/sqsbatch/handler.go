@@ -47,7 +47,10 @@ type RecordResult struct {
 	// FIFO group, or of its key, failed (Err wraps ErrGroupFailed).
 	Outcome  idem.Outcome
 	Attempts int
-	Err      error
+	// Value is the effect's result (Executed, Unconfirmed, LeaseLost), or
+	// the stored one replayed (Duplicate).
+	Value []byte
+	Err   error
 	// Failed: the record is reported as a batch item failure.
 	Failed bool
 }

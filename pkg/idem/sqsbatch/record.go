@@ -136,7 +136,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	if res.Outcome == idem.InProgress {
 		res, err = h.inProgress(ctx, log, msg, res, err, run)
 	}
-	r.Outcome, r.Attempts, r.Err = res.Outcome, res.Attempts, err
+	r.Outcome, r.Attempts, r.Value, r.Err = res.Outcome, res.Attempts, res.Value, err
 	r.Failed = !succeeded(res.Outcome)
 	return r
 }
