@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Config is one schedule's world, drawn from its seed: the deployment, the
+// messages, and how often things go wrong.
+type Config struct {
+	Seed    uint64
+	Mode    string // "lease" or "tx"
+	Backend string // "dynamodb" or "redis" (lease mode only)
+
+	// The Lambda function and its queue.
+	Timeout     time.Duration // function timeout T; queue visibility 6×T
+	Lambda      bool          // killed at its deadline (false: a worker, which can outlive it frozen)
+	BatchSize   int
+	Concurrency int // invocations at once
+	MaxReceives int // the queue's maxReceiveCount
+	Visibility  bool
+	LastWait    bool // sqsbatch.WithMaxReceiveCount
+
+	// The Guard.
+	Margin    time.Duration
+	Lease     time.Duration // 0: the time left
+	Retention time.Duration
+	Cache     int
+	MaxResult int // 0: the default
+
+	// What is sent: copies of keys, some with another payload, some late.
+	Messages []Message
+
+	// Per process slot: clock skew (the store sees its times shifted).
+	Skews []time.Duration
+
+	// Fault rates, per point.
+	PFail, PThrottle, PLost, PSlow float64 // store requests
+	PCrash, PFreeze                float64 // any point of a process
+	PEffectErr                     float64
+	POOM                           float64 // Redis: the server fills up
+	Poison                         string  // a key whose effect always fails ("" none)
+	ItemLimit                      int     // DynamoDB item size limit (small: results too large)
+}
+
+// Message is one message sent to the queue.
+type Message struct {
+	ID      string
+	Key     string
+	Variant int           // payload: copies with another variant are the same key with other content
+	SentAt  time.Duration // after the start
+	Large   bool          // its effect returns a result too large to keep
+}
+
+// draw makes the Config of seed.
+func draw(seed uint64) Config {
+	r := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
+	c := Config{Seed: seed}
+	c.Mode = pick(r, "lease", "lease", "tx")
+	c.Backend = "dynamodb"
+	if c.Mode == "lease" && r.IntN(3) == 0 {
+		c.Backend = "redis"
+	}
+	c.Timeout = pick(r, 2*time.Second, 4*time.Second, 10*time.Second)
+	c.Lambda = r.IntN(4) != 0
+	c.BatchSize = 1 + r.IntN(4)
+	c.Concurrency = 1 + r.IntN(3)
+	c.MaxReceives = 2 + r.IntN(3)
+	c.Visibility = r.IntN(2) == 0
+	c.LastWait = r.IntN(2) == 0
+	c.Margin = pick(r, 300*time.Millisecond, 500*time.Millisecond, time.Second)
+	switch r.IntN(3) {
+	case 0:
+		c.Lease = c.Timeout / 2 // shorter than the time left: a receipt may land past it
+	case 1:
+		c.Lease = c.Margin + time.Duration(r.IntN(int(c.Timeout-c.Margin)))
+	}
+	if c.Lease <= c.Margin {
+		c.Lease = 0
+	}
+	c.Retention = pick(r, 30*time.Second, 2*time.Minute, time.Hour)
+	c.Cache = pick(r, 0, 0, 4)
+	if r.IntN(6) == 0 {
+		c.MaxResult = 8 // results over 8 bytes are dropped, the receipt kept
+	}
+
+	keys := 1 + r.IntN(3)
+	n := 2 + r.IntN(7)
+	for i := range n {
+		m := Message{ID: fmt.Sprintf("m%d", i), Key: fmt.Sprintf("k%d", r.IntN(keys))}
+		if r.IntN(8) == 0 {
+			m.Variant = 1
+		}
+		switch r.IntN(4) {
+		case 0:
+			m.SentAt = time.Duration(r.IntN(int(3 * c.Timeout)))
+		case 1:
+			m.SentAt = time.Duration(r.IntN(int(c.Retention + 6*c.Timeout)))
+		}
+		m.Large = r.IntN(10) == 0
+		c.Messages = append(c.Messages, m)
+	}
+	for range 4 {
+		c.Skews = append(c.Skews, skew(r, c.Margin))
+	}
+
+	rate := func(max float64) float64 { return max * r.Float64() * float64(r.IntN(2)) }
+	c.PFail, c.PThrottle, c.PLost, c.PSlow = rate(0.2), rate(0.2), rate(0.2), rate(0.1)
+	c.PCrash, c.PFreeze = rate(0.04), rate(0.04)
+	c.PEffectErr = rate(0.2)
+	if c.Backend == "redis" {
+		c.POOM = rate(0.1)
+	}
+	if r.IntN(5) == 0 {
+		c.Poison = "k0"
+	}
+	if r.IntN(8) == 0 {
+		c.ItemLimit = 300 // DynamoDB refuses what a result makes larger
+	}
+	return c
+}
+
+// skew is a process's clock offset: none, below the margin, at it, or past
+// it (where the guarantee ends, and a double is classified as such).
+func skew(r *rand.Rand, margin time.Duration) time.Duration {
+	sign := time.Duration(1 - 2*r.IntN(2))
+	switch r.IntN(6) {
+	case 0:
+		return sign * time.Duration(r.IntN(int(margin)))
+	case 1:
+		return sign * margin
+	case 2:
+		return sign * (margin + time.Duration(1+r.IntN(int(margin))))
+	}
+	return 0
+}
+
+func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
+
+func (c Config) String() string {
+	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives, margin %s lease %s retention %s cache %d, %d messages, skews %v",
+		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
+}

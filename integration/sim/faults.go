@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"time"
+)
+
+// fault is what goes wrong with a store request (or an effect).
+type fault int
+
+const (
+	faultNone     fault = iota
+	faultRefuse         // refused before applying: a 500, a connection refused
+	faultThrottle       // throttled, not applied
+	faultLost           // applied, the reply lost: the client sees a network error
+	faultSlow           // slow past the caller's deadline; applied later, or never
+	faultEffect         // the effect fails (returns an error)
+	faultPanic          // the effect panics
+)
+
+var faultNames = [...]string{"", "refused", "throttled", "reply lost", "slow", "effect error", "effect panic"}
+
+func (f fault) String() string { return faultNames[f] }
+
+// filler is a backend whose server can run out of memory.
+type filler interface{ fillFor(d time.Duration) }
+
+// decide is the scheduler's verdict for pt, drawn from the world's
+// generator and the config's rates.
+func (w *world) decide(pt *point) verdict {
+	c := w.cfg
+	var v verdict
+	if p := pt.proc; p != nil && pt.kind != kindWorld {
+		switch x := w.rng.Float64(); {
+		case x < c.PCrash:
+			v.crash, v.after = true, w.rng.IntN(2) == 0
+		case x < c.PCrash+c.PFreeze:
+			v.freeze = pick(w.rng, c.Margin/2, c.Margin+time.Millisecond, c.Timeout/2, c.Timeout+c.Margin, 3*c.Timeout)
+		}
+	}
+	switch pt.kind {
+	case kindRequest:
+		switch x := w.rng.Float64(); {
+		case x < c.PFail:
+			v.fault = faultRefuse
+		case x < c.PFail+c.PThrottle:
+			v.fault = faultThrottle
+		case x < c.PFail+c.PThrottle+c.PLost:
+			v.fault = faultLost
+		case x < c.PFail+c.PThrottle+c.PLost+c.PSlow:
+			v.fault = faultSlow
+			v.delay = pick(w.rng, 50*time.Millisecond, c.Margin, c.Timeout, 2*c.Timeout) + time.Duration(w.rng.IntN(1000))
+			v.never = w.rng.IntN(3) == 0
+		}
+		if full, ok := w.store.(filler); ok && c.POOM > 0 && w.rng.Float64() < c.POOM {
+			full.fillFor(pick(w.rng, time.Second, c.Timeout, 3*c.Timeout))
+		}
+	case kindEffect:
+		switch x := w.rng.Float64(); {
+		case x < c.PEffectErr*0.8:
+			v.fault = faultEffect
+		case x < c.PEffectErr:
+			v.fault = faultPanic
+		}
+	}
+	return v
+}
+
+// jitter is the stores' backoff in a schedule: the default's shape (25 ms
+// doubling to 400 ms) without its randomness, which would make a seed
+// replay differently; a few nanoseconds of the seed keep retries from
+// meeting other timers at the very same instant.
+func (w *world) jitter(n int) time.Duration {
+	d := 400 * time.Millisecond
+	if n < 4 {
+		d = 25 * time.Millisecond << n
+	}
+	return d/2 + time.Duration(w.cfg.Seed%997) + time.Duration(n)
+}

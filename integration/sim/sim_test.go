@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	seeds   = flag.Int("sim.seeds", 2000, "schedules to run (make test: 100,000)")
+	first   = flag.Uint64("sim.first", 1, "first seed")
+	oneSeed = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
+)
+
+// TestSimulate runs schedules -sim.first … -sim.first+-sim.seeds-1 and
+// fails with the first failing seed's trace. -sim.seed replays one.
+func TestSimulate(t *testing.T) {
+	if *oneSeed != 0 {
+		res := Run(t, draw(*oneSeed))
+		trace, violations := res.Explain()
+		t.Logf("%s\n%d steps, doubles %v, stats %+v\n%s", res.Cfg, res.Steps, res.Doubles, res.Stats, trace)
+		if len(violations) > 0 {
+			t.Fatalf("seed %d: %s", *oneSeed, strings.Join(violations, "\n"))
+		}
+		return
+	}
+	// Schedules allocate much and keep little: collect less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(800))
+	start := time.Now()
+	var (
+		next   atomic.Uint64
+		mu     sync.Mutex
+		failed *Result
+		total  Totals
+	)
+	next.Store(*first)
+	last := *first + uint64(*seeds)
+	workers := runtime.GOMAXPROCS(0)
+	t.Run("workers", func(t *testing.T) {
+		for i := range workers {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				var mine Totals
+				for {
+					seed := next.Add(1) - 1
+					if seed >= last {
+						break
+					}
+					res := Run(t, draw(seed))
+					mine.add(res)
+					if len(res.Violations) > 0 {
+						mu.Lock()
+						if failed == nil || res.Cfg.Seed < failed.Cfg.Seed {
+							failed = &res
+						}
+						mu.Unlock()
+						next.Store(last) // stop the others
+						break
+					}
+				}
+				mu.Lock()
+				total.merge(mine)
+				mu.Unlock()
+			})
+		}
+	})
+	el := time.Since(start)
+	t.Logf("%d schedules in %s (%.0f/s), %d steps; %s", total.Schedules, el.Round(time.Millisecond), float64(total.Schedules)/el.Seconds(), total.Steps, total)
+	if failed != nil {
+		trace, violations := failed.Explain()
+		t.Fatalf("seed %d breaks an invariant (replay: go test ./integration/sim -run TestSimulate -sim.seed %d):\n%s\n%s\ntrace:\n%s",
+			failed.Cfg.Seed, failed.Cfg.Seed, failed.Cfg, strings.Join(violations, "\n"), trace)
+	}
+}
+
+// Totals sums schedules.
+type Totals struct {
+	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied int
+	Doubles                                                map[string]int
+	Outcomes                                               map[string]int
+}
+
+func (t *Totals) add(r Result) {
+	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
+		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+}
+
+func (t *Totals) merge(o Totals) {
+	t.Schedules += o.Schedules
+	t.Steps += o.Steps
+	t.Effects += o.Effects
+	t.Deliveries += o.Deliveries
+	t.DLQ += o.DLQ
+	t.DLQApplied += o.DLQApplied
+	if t.Doubles == nil {
+		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
+	}
+	for k, v := range o.Doubles {
+		t.Doubles[k] += v
+	}
+	for k, v := range o.Outcomes {
+		t.Outcomes[k] += v
+	}
+}
+
+func (t Totals) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d deliveries, %d effects, DLQ %d (%d of keys applied); outcomes", t.Deliveries, t.Effects, t.DLQ, t.DLQApplied)
+	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
+		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
+	}
+	b.WriteString("; doubles allowed by cause:")
+	for _, k := range slices.Sorted(maps.Keys(t.Doubles)) {
+		fmt.Fprintf(&b, " [%s] %d", k, t.Doubles[k])
+	}
+	return b.String()
+}
