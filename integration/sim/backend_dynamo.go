@@ -25,19 +25,30 @@ const (
 	compositeVal  = "IDEMPOTENCY"
 )
 
+// oddNames is a schema of attribute names that need care in expressions:
+// reserved words, a dot, a space, a hyphen. A schedule uses it now and then.
+var oddNames = dynamostore.Names{PartitionKey: "key", TTL: "ttl", Status: "state", Lease: "fence token",
+	LeaseUntil: "lease.until", Attempts: "count", Fingerprint: "hash", Result: "data", NoResult: "no-data",
+	UpdatedAt: "timestamp", LastError: "error"}
+
 // dynamoBackend is dynamostore.Store over the DynamoDB model.
 type dynamoBackend struct {
 	w         *world
 	srv       *ddbmodel.Server
 	s         *dynamostore.Store
+	names     dynamostore.Names
 	composite bool
 	tokens    bool // transactions carry a ClientRequestToken, as the SDK sets one
 }
 
 func newDynamoBackend(w *world) *dynamoBackend {
-	b := &dynamoBackend{w: w, srv: ddbmodel.New(), composite: w.cfg.Seed%2 == 1, tokens: w.cfg.Seed%4 < 2}
+	b := &dynamoBackend{w: w, srv: ddbmodel.New(), names: dynamostore.DefaultSchema, composite: w.cfg.Seed%2 == 1, tokens: w.cfg.Seed%4 < 2}
 	opts := []dynamostore.Option{dynamostore.WithBackoff(w.jitter)}
-	pk, sk := dynamostore.DefaultSchema.PartitionKey, ""
+	if w.cfg.Seed%8 >= 6 {
+		b.names = oddNames
+		opts = append(opts, dynamostore.WithSchema(oddNames))
+	}
+	pk, sk := b.names.PartitionKey, ""
 	if b.composite {
 		pk, sk = compositePK, compositeSK
 		opts = append(opts, dynamostore.WithCompositeKey(pk, sk, compositeVal))
@@ -65,12 +76,12 @@ func (b *dynamoBackend) key(skey string) map[string]types.AttributeValue {
 	if b.composite {
 		return map[string]types.AttributeValue{compositePK: str(compositeVal), compositeSK: str(skey)}
 	}
-	return map[string]types.AttributeValue{dynamostore.DefaultSchema.PartitionKey: str(skey)}
+	return map[string]types.AttributeValue{b.names.PartitionKey: str(skey)}
 }
 
 // skeyOf is the storage key a request's Key addresses.
 func (b *dynamoBackend) skeyOf(key map[string]types.AttributeValue) string {
-	attr := dynamostore.DefaultSchema.PartitionKey
+	attr := b.names.PartitionKey
 	if b.composite {
 		attr = compositeSK
 	}
@@ -85,7 +96,7 @@ func (b *dynamoBackend) record(skey string) (idem.Record, bool) {
 	if !ok {
 		return idem.Record{}, false
 	}
-	n := dynamostore.DefaultSchema
+	n := b.names
 	s := func(a string) string {
 		v, _ := item[a].(*types.AttributeValueMemberS)
 		if v == nil {
@@ -125,7 +136,7 @@ func (b *dynamoBackend) record(skey string) (idem.Record, bool) {
 // expiresAt (by the service's clock: the bubble's).
 func (b *dynamoBackend) expire(now time.Time) {
 	for _, item := range b.srv.Items(receiptsTable) {
-		e, _ := item[dynamostore.DefaultSchema.TTL].(*types.AttributeValueMemberN)
+		e, _ := item[b.names.TTL].(*types.AttributeValueMemberN)
 		if e == nil {
 			continue
 		}

@@ -105,6 +105,9 @@ func (r *redisWire) do(ctx context.Context, c redismodel.Call, send func() *redi
 	err := r.b.w.request(ctx, skey, func() {
 		full := r.b.full()
 		r.b.srv.SetOOM(full)
+		if full {
+			r.b.w.check.full(r.b.w.actorOf(ctx))
+		}
 		before, existed := r.b.record(skey)
 		reply = send()
 		if after, _ := r.b.record(skey); full && after.Lease != before.Lease {

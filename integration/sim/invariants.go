@@ -268,6 +268,15 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	if h := o.sameInv[actor]; h != "" && r.Outcome == idem.InProgress {
 		o.violatef("%s: in progress because of %s, a copy in its own batch", actor, h)
 	}
+	// Every message of a schedule is valid, and every option it uses is
+	// one New accepted: a rejection, or a store error where no fault was
+	// injected, is a false error.
+	if r.Outcome == idem.Rejected {
+		o.violatef("%s: a valid message rejected: %v", actor, r.Err)
+	}
+	if r.Outcome == idem.StoreError && o.faulted[actor] == 0 {
+		o.violatef("%s: a store error, but no fault was injected: %v", actor, r.Err)
+	}
 	if r.Outcome != idem.Duplicate {
 		return
 	}

@@ -168,6 +168,9 @@ func replayDynamo(ctx context.Context, rec *Recording, viaProxy, direct *dynamod
 	if rec.Cfg.Seed%2 == 1 {
 		suffix += compositeSuffix
 	}
+	if rec.Cfg.Seed%8 >= 6 {
+		suffix += oddSuffix
+	}
 	var bad []string
 	if err := tables.empty(ctx, direct); err != nil {
 		return 0, []string{err.Error()}
@@ -319,9 +322,15 @@ const compositeSuffix = "-c"
 type workerTables struct{ suffix string }
 
 func (w *workerTables) names() []string {
-	return []string{receiptsTable + w.suffix, ledgerTable + w.suffix,
-		receiptsTable + w.suffix + compositeSuffix, ledgerTable + w.suffix + compositeSuffix}
+	var names []string
+	for _, s := range []string{"", compositeSuffix, oddSuffix, compositeSuffix + oddSuffix} {
+		names = append(names, receiptsTable+w.suffix+s, ledgerTable+w.suffix+s)
+	}
+	return names
 }
+
+// oddSuffix names a worker's tables for the schedules that use oddNames.
+const oddSuffix = "-o"
 
 func (w *workerTables) create(ctx context.Context, c *dynamodb.Client) error {
 	key := func(pk, sk string) ([]types.AttributeDefinition, []types.KeySchemaElement) {
@@ -336,6 +345,7 @@ func (w *workerTables) create(ctx context.Context, c *dynamodb.Client) error {
 	n := w.names()
 	for _, t := range []struct{ name, pk, sk string }{
 		{n[0], dynamostore.DefaultSchema.PartitionKey, ""}, {n[1], "k", ""}, {n[2], compositePK, compositeSK}, {n[3], "k", ""},
+		{n[4], oddNames.PartitionKey, ""}, {n[5], "k", ""}, {n[6], compositePK, compositeSK}, {n[7], "k", ""},
 	} {
 		defs, schema := key(t.pk, t.sk)
 		if _, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{

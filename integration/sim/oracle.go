@@ -34,6 +34,7 @@ type oracle struct {
 	started  map[string]time.Time        // actor → when its last Guard call started (and decided)
 	taken    map[string][]*attempt       // storage key → the attempts that took it, in order
 	seq      int
+	faulted  map[string]int // actor → faults its requests met
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -69,6 +70,7 @@ func newOracle(w *world) *oracle {
 		own: map[string]bool{}, sameInv: map[string]string{}, landed: map[string][]landedReceipt{},
 		applied: map[string][]*attempt{}, deaths: map[*process]time.Time{}, freezes: map[*process][][2]time.Time{},
 		skeyOf: map[string]string{}, ghosts: map[string]int{}, started: map[string]time.Time{}, taken: map[string][]*attempt{},
+		faulted: map[string]int{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -227,10 +229,20 @@ func (o *oracle) ghostName(actor string) string {
 	return fmt.Sprintf("late:%s:%d", actor, o.ghosts[actor])
 }
 
+// full notes that actor's request met a server out of memory: a store
+// error may follow, and (the scripts allowing receipts then) no receipt
+// may be lost to it.
+func (o *oracle) full(actor string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.faulted[actor]++
+}
+
 // fault notes a fault injected into a request of actor's current attempt.
 func (o *oracle) fault(actor string, f fault) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.faulted[actor]++
 	if at := o.attempts[o.current[actor]]; at != nil {
 		at.faults = append(at.faults, time.Now())
 	}

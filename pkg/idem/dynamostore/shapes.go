@@ -8,8 +8,10 @@ import (
 // The expressions of the Store, built once per shape (see expr.go). Every
 // value is a slot, filled per request.
 
-// name is a shorthand for expression.Name of a schema attribute.
-func name(n string) expression.NameBuilder { return expression.Name(n) }
+// name is a schema attribute in an expression: the name as it is, never a
+// document path (expression.Name reads "lease.until" as the attribute
+// until inside lease, and every request would fail).
+func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }
 
 // takeable is the condition of Acquire and Commit: the record is absent,
 // expired, FAILED, or IN_PROGRESS with a lease that ran out. It mirrors

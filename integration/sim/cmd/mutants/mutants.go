@@ -36,6 +36,12 @@ var mutants = []mutant{
 		new_: "name(n.TTL).LessThanEqual(slotNowSeconds.marker())",
 	},
 	{
+		name: "dynamostore: attribute names read as document paths (a name with a dot fails every request)",
+		file: "pkg/idem/dynamostore/shapes.go",
+		old:  "func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }",
+		new_: "func name(n string) expression.NameBuilder { return expression.Name(n) }",
+	},
+	{
 		name: "dynamostore: a transactional receipt written over any record",
 		file: "pkg/idem/dynamostore/tx.go",
 		old:  "cond := name(n.PartitionKey).AttributeNotExists()",
