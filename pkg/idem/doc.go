@@ -17,7 +17,11 @@
 //     (in Lambda, the invocation deadline).
 //  3. Complete writes the receipt, on the condition that this attempt still
 //     holds the lease (its token is a fencing token), retrying transient
-//     store errors until the lease ends and never after. An attempt whose
+//     store errors for as long as the caller can wait: until ctx's
+//     deadline (in Lambda, the invocation's), past the end of the lease
+//     too. A fenced write can only land while no other attempt has taken
+//     the record, so a late receipt can never hide another attempt, and one
+//     that lands makes every later copy a duplicate. An attempt whose
 //     lease was taken over gets [ErrLeaseLost] and cannot overwrite the new
 //     owner.
 //  4. If the effect fails or panics, Release marks the record FAILED
@@ -31,25 +35,36 @@
 // the same time while the lease is live. Every call reports its [Outcome];
 // the outcomes a caller branches on are sentinel errors for errors.Is. A
 // store failure ([ErrStore], outcome [StoreError]) is never confused with
-// the effect's own error ([Failed]).
+// the effect's own error ([Failed]), nor with a caller's mistake that the
+// Guard or the store refuses as invalid ([ErrInvalid], [Rejected]).
 //
 // # The window
 //
-// In lease mode the effect can run twice in one case only: its receipt could
-// not be written before the lease ended. That happens when the process
-// crashes or times out between the effect and the receipt, or when the store
-// stays unreachable (or throttles every retry) for longer than the safety
-// margin. The record then stays IN_PROGRESS until its lease ends, and the
-// next delivery after that runs the effect again. A live process is told:
-// the outcome is [Unconfirmed] ([ErrUnconfirmed]) — count it and alarm on
-// it. A crashed one cannot be told; the next attempt's attempt count shows
-// it. (An effect that returns an error although it took place, say its own
-// write timed out but was applied, is released and run again like any
-// failed effect: the guard sees only the error.) No store can close this window for an effect outside the store (an
-// email cannot be rolled back). Narrow it by passing [Lease].Key
-// downstream as an idempotency key. Close it with transactional mode
-// ([Guard.DoTx]): when the effect is itself store writes, they are committed
-// with the receipt in one transaction, and the effect happens exactly once.
+// In lease mode the effect can run twice in one case only: its receipt
+// could not be written before another attempt took the record over after
+// the lease ended. That happens when the process crashes or is frozen
+// between the effect and the receipt, when the store stays unreachable (or
+// throttles every retry) until the caller's deadline, or when the clocks of
+// two machines differ by more than the safety margin. A live process is
+// told: the outcome is [Unconfirmed] ([ErrUnconfirmed]) — count it and
+// alarm on it — and the Guard owes the receipt: a later call for the key in
+// the same process (a copy in the same SQS batch, say) writes it, fenced,
+// instead of running the effect again, and answers Duplicate (or
+// Unconfirmed while the store still fails). A crashed process cannot be
+// told; the next attempt's attempt count shows it. (An effect that returns
+// an error although it took place, say its own write timed out but was
+// applied, is released and run again like any failed effect: the guard
+// sees only the error.) No store can close this window for an effect
+// outside the store (an email cannot be rolled back). Narrow it by passing
+// [Lease].Key downstream as an idempotency key. Close it with transactional
+// mode ([Guard.DoTx]): when the effect is itself store writes, they are
+// committed with the receipt in one transaction, and the effect happens
+// exactly once.
+//
+// The simulator in integration/sim searches for runs that break these
+// statements: it drives the real Guard, stores and SQS batch handler
+// through millions of seeded interleavings with faults, crashes, freezes,
+// clock skew and TTL, and checks them after every schedule.
 //
 // # Clocks
 //

@@ -48,9 +48,10 @@
 // ms), and turns the SDK client's retries off for its requests: the SDK's
 // standard retryer draws on a retry quota shared by the whole client, which
 // a burst of throttling empties, after which it does not retry at all.
-// Complete is retried until its context ends — the Guard ends it with the
-// lease, never later, since after the lease another attempt may hold the
-// record. Acquire, Commit and reads make up to 8 attempts, Release 4. Every
+// Complete is retried until its context ends — the Guard gives it the
+// caller's deadline, past the lease too: the write is fenced by the lease
+// token and lands only while no other attempt holds the record. Acquire,
+// Commit and reads make up to 8 attempts, Release 4. Every
 // retry is the same request: a write that landed but whose response was
 // lost is recognised by its lease token (acquire, complete, release) or its
 // commit token (transactions) as the caller's own.
@@ -76,6 +77,18 @@
 // bad writes fail with [idem.ErrInvalid] before any request, and a write
 // whose own condition fails cancels everything with
 // [ErrWriteConditionFailed] (which wraps [idem.ErrTxAborted]).
+//
+// # Errors
+//
+// A request DynamoDB (or the SDK, before sending) refuses as invalid — a
+// ValidationException: an effect's write with a malformed expression or a
+// key that is not its table's, a receipt table whose key schema is not the
+// Store's — is [idem.ErrInvalid]: the caller's mistake, never reported as
+// a store outage ([idem.ErrStore]), which would fail whole SQS batches as
+// if the table were down. New refuses what DynamoDB would refuse on every
+// request: a table name that is not one, key attribute names over 255
+// bytes. Attribute names are used as they are, dots included (never read
+// as document paths).
 //
 // # Clocks
 //

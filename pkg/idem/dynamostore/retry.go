@@ -22,7 +22,8 @@ import (
 // has a retry quota shared by the whole client: a burst of throttling
 // empties it, and then it stops retrying at all, just when a receipt most
 // needs to land. The Store's retries know what each request is for: a
-// receipt is retried until the lease ends, the rest a few times.
+// receipt is retried until its context ends (the caller's deadline), the
+// rest a few times.
 const (
 	// acquireTries bounds the attempts of an acquire, a commit and a read:
 	// failing them early is safe (nothing ran), and the message comes back.

@@ -42,12 +42,12 @@ const (
 // commits again pinned to its attempts count, so Attempts on the new receipt
 // is exact: two requests in that rare case.
 //
-// ClientRequestToken is deliberately not set: DynamoDB dedups a token for
-// only 10 minutes and answers a repeated token with success without saying
-// whether the receipt was ours, which would turn a duplicate into a silent
-// second "Executed". The receipt's condition, and its token, are our
-// idempotency: a retried commit whose first request landed finds its own
-// receipt.
+// The receipt's condition and the commit's token (written as its lease) are
+// its idempotency: a retried commit whose first request landed finds its
+// own receipt. The SDK also fills in a ClientRequestToken (the client's
+// idempotency token) into the input, which the Store's retries send again:
+// DynamoDB then answers a retry of a commit that landed with success,
+// applying nothing — the same outcome, Executed, reached sooner.
 func (s *Store) Commit(ctx context.Context, t idem.Transaction) (idem.Record, bool, error) {
 	writes, err := s.validate(t)
 	if err != nil {

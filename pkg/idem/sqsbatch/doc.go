@@ -19,9 +19,11 @@
 //     and, after the queue's maxReceiveCount, moves it to the dead-letter
 //     queue. No record is ever dropped silently.
 //   - Unconfirmed (the effect ran, its receipt could not be written before
-//     the lease ended) succeeds too, logged at ERROR as "record done
-//     without receipt": the effect is done, and delivering the message
-//     again would only run it a second time once the lease ends.
+//     the deadline) succeeds too, logged at ERROR as "record done without
+//     receipt": the effect is done, and delivering the message again could
+//     only run it a second time. A copy of the same key later in the batch
+//     (or in a later batch of the same process) does not run it again: the
+//     Guard owes the receipt and writes it instead.
 //   - Records run concurrently, at most WithConcurrency at a time, except
 //     that records with the same key run one after the other: a copy in the
 //     same batch is then a Duplicate at once, not an InProgress that comes
@@ -31,6 +33,17 @@
 //     message group run in order, one at a time; after a failure the rest of
 //     the group is failed without running, so a later message never
 //     overtakes an earlier one. Other groups go on.
+//   - Handle keeps a little of the invocation for itself (a tenth of the
+//     time left, at most 250 ms): every record's work, a receipt retried
+//     until the deadline included, ends before it, so that the batch
+//     response reaches Lambda. A response lost to a timeout would bring back
+//     every record of the batch, the done ones with the rest.
+//   - A record that meets InProgress comes back when the holder's lease
+//     ends, not after the queue's visibility timeout, with WithVisibility;
+//     on its last receive (WithMaxReceiveCount) it waits for the holder
+//     within the invocation instead of failing into the dead-letter queue.
+//     So the dead-letter queue holds poison, malformed and truly failing
+//     messages, not copies of an effect that happened.
 //   - Handle returns exactly the failed records' message ids and a nil
 //     error: a non-nil error would make Lambda retry the whole batch,
 //     successes included. One exception: when every record failed because
@@ -40,6 +53,12 @@
 //     speed against a store that is down (Powertools' BatchProcessor does
 //     the same with raise_on_entire_batch_failure). Partial failures stay
 //     partial.
+//
+// # Tracing
+//
+// WithTracer follows each batch and record, e.g. as OpenTelemetry spans
+// (the module pkg/idem/otelidem): the effect runs under the record's
+// context, so its own calls are children of the record's span.
 //
 // # Why a payload mismatch fails the record
 //

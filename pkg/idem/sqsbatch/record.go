@@ -68,17 +68,22 @@ func split(records []events.SQSMessage, keys []keyed) [][]int {
 func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
 	groupFailed := false
 	for _, i := range unit {
-		var r RecordResult
 		if groupFailed {
-			r = RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
-		} else {
-			r = h.runRecord(ctx, log, records[i], keys[i])
+			r := RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
+			results[i] = r
+			h.done(ctx, log, r)
+			continue
 		}
+		r := h.runRecord(ctx, log, records[i], keys[i])
 		results[i] = r
 		groupFailed = groupFailed || r.Failed
-		h.logRecord(ctx, log, r)
-		h.callHook(ctx, log, r)
 	}
+}
+
+// done logs a record's result and passes it to the hook.
+func (h *Handler) done(ctx context.Context, log *slog.Logger, r RecordResult) {
+	h.logRecord(ctx, log, r)
+	h.callHook(ctx, log, r)
 }
 
 // callHook runs the record hook; a panic in it is logged, not allowed to
@@ -99,8 +104,11 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	if h.opts.tracer != nil {
 		var end func(RecordResult)
 		ctx, end = h.opts.tracer.Record(ctx, msg)
-		defer func() { end(r) }() // after the recover below has set r
+		defer func() { end(r) }() // last: after the log line and the hook
 	}
+	// Logged and passed to the hook under the record's context (its span),
+	// after the recover below has set r.
+	defer func() { h.done(ctx, log, r) }()
 	r.MessageID = msg.MessageId
 	if k.err != nil {
 		r.Outcome, r.Err, r.Failed = idem.Rejected, fmt.Errorf("sqsbatch: key: %w", k.err), true
