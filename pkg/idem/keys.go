@@ -54,6 +54,12 @@ func (g *Guard) validCall(key string, nilFunc bool) (string, error) {
 	return skey, nil
 }
 
+// Fingerprint is what a record keeps of the payload it was taken with:
+// base64 of its SHA-256, or "" for an empty payload (no check). Operator
+// tools compare it with a message to tell a copy from the same key reused
+// with other content.
+func Fingerprint(payload []byte) string { return fingerprint(payload) }
+
 // fingerprint returns the fingerprint stored for payload: base64 of its
 // SHA-256, or "" for an empty payload (no check).
 func fingerprint(payload []byte) string {
