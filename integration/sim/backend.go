@@ -34,7 +34,7 @@ func newBackend(w *world) backend {
 // its process may crash before or after it. apply sends it to the model;
 // skey is the record it writes, checked before and after by the oracle.
 func (w *world) request(ctx context.Context, skey string, apply func(), refuse func(fault) error, lost error) error {
-	actor, p := w.actorOf(ctx), w.procOf(ctx)
+	actor, p := w.actorOf(ctx), procOf(ctx)
 	v, dead := p.at(actor, kindRequest)
 	if dead {
 		return errDead
@@ -94,7 +94,7 @@ func (w *world) late(actor, token, skey string, delay time.Duration, apply func(
 }
 
 // procOf is the process ctx's record runs in.
-func (w *world) procOf(ctx context.Context) *process {
+func procOf(ctx context.Context) *process {
 	p, _ := ctx.Value(procKey{}).(*process)
 	return p
 }

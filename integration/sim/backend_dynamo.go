@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,25 +44,43 @@ type dynamoBackend struct {
 
 func newDynamoBackend(w *world) *dynamoBackend {
 	b := &dynamoBackend{w: w, srv: ddbmodel.New(), names: dynamostore.DefaultSchema, composite: w.cfg.Seed%2 == 1, tokens: w.cfg.Seed%4 < 2}
-	opts := []dynamostore.Option{dynamostore.WithBackoff(w.jitter)}
 	if w.cfg.Seed%8 >= 6 {
 		b.names = oddNames
-		opts = append(opts, dynamostore.WithSchema(oddNames))
 	}
 	pk, sk := b.names.PartitionKey, ""
 	if b.composite {
 		pk, sk = compositePK, compositeSK
-		opts = append(opts, dynamostore.WithCompositeKey(pk, sk, compositeVal))
 	}
 	must(b.srv.CreateTable(receiptsTable, pk, sk))
 	must(b.srv.CreateTable(ledgerTable, "k", ""))
 	if w.cfg.ItemLimit > 0 {
 		b.srv.SetItemLimit(w.cfg.ItemLimit)
 	}
-	s, err := dynamostore.New(&dynamoWire{b: b}, receiptsTable, opts...)
-	must(err)
-	b.s = s
+	b.s = dynamoStore(b.names == oddNames, b.composite)
 	return b
+}
+
+// dynamoStores are the Stores of the schedules, one per schema, shared by
+// them all: a Store is safe for concurrent use and builds its expressions
+// once; its requests find their schedule's backend through their context.
+var dynamoStores sync.Map // [2]bool{odd, composite} → *dynamostore.Store
+
+func dynamoStore(odd, composite bool) *dynamostore.Store {
+	key := [2]bool{odd, composite}
+	if s, ok := dynamoStores.Load(key); ok {
+		return s.(*dynamostore.Store)
+	}
+	opts := []dynamostore.Option{dynamostore.WithBackoff(jitter)}
+	if odd {
+		opts = append(opts, dynamostore.WithSchema(oddNames))
+	}
+	if composite {
+		opts = append(opts, dynamostore.WithCompositeKey(compositePK, compositeSK, compositeVal))
+	}
+	s, err := dynamostore.New(dynamoWire{}, receiptsTable, opts...)
+	must(err)
+	actual, _ := dynamoStores.LoadOrStore(key, s)
+	return actual.(*dynamostore.Store)
 }
 
 func must(err error) {
@@ -187,10 +206,15 @@ func (b *dynamoBackend) ledgerWrites(key string, poison bool) []any {
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 // dynamoWire is the dynamostore.API of the processes: each request goes
-// through the scheduler to the model.
-type dynamoWire struct{ b *dynamoBackend }
+// through the scheduler to the model of the schedule its context belongs
+// to.
+type dynamoWire struct{}
 
-var _ dynamostore.API = (*dynamoWire)(nil)
+var _ dynamostore.API = dynamoWire{}
+
+func backendOf(ctx context.Context) *dynamoBackend {
+	return procOf(ctx).w.store.(*dynamoBackend)
+}
 
 // refused is how DynamoDB refuses a request it did not apply.
 func refused(op string) func(fault) error {
@@ -209,36 +233,39 @@ func lostReply(op string) error {
 	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: op, Err: &types.InternalServerError{Message: aws.String("sim: reply lost")}}
 }
 
-func (d *dynamoWire) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return send(d, ctx, "UpdateItem", d.b.skeyOf(in.Key), in, func() (*dynamodb.UpdateItemOutput, error) { return d.b.srv.UpdateItem(ctx, in) })
+func (dynamoWire) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	b := backendOf(ctx)
+	return send(b, ctx, "UpdateItem", b.skeyOf(in.Key), in, func() (*dynamodb.UpdateItemOutput, error) { return b.srv.UpdateItem(ctx, in) })
 }
 
-func (d *dynamoWire) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return send(d, ctx, "GetItem", d.b.skeyOf(in.Key), in, func() (*dynamodb.GetItemOutput, error) { return d.b.srv.GetItem(ctx, in) })
+func (dynamoWire) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	b := backendOf(ctx)
+	return send(b, ctx, "GetItem", b.skeyOf(in.Key), in, func() (*dynamodb.GetItemOutput, error) { return b.srv.GetItem(ctx, in) })
 }
 
-func (d *dynamoWire) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (dynamoWire) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	b := backendOf(ctx)
 	skey := ""
 	if len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil {
-		skey = d.b.skeyOf(in.TransactItems[0].Update.Key)
+		skey = b.skeyOf(in.TransactItems[0].Update.Key)
 	}
-	actor := d.b.w.actorOf(ctx)
-	token := d.b.w.check.token(actor) // the commit's, also when it lands late
-	if d.b.tokens && in.ClientRequestToken == nil {
+	actor := b.w.actorOf(ctx)
+	token := b.w.check.token(actor) // the commit's, also when it lands late
+	if b.tokens && in.ClientRequestToken == nil {
 		// As the SDK does: it fills the idempotency token into the input
 		// it is given, and dynamostore sends that input again on a retry,
 		// so a retried commit that landed is answered with success.
-		in.ClientRequestToken = aws.String(d.b.w.check.ghostName("token:" + actor))
+		in.ClientRequestToken = aws.String(b.w.check.ghostName("token:" + actor))
 	}
-	return send(d, ctx, "TransactWriteItems", skey, in, func() (*dynamodb.TransactWriteItemsOutput, error) {
-		keys := d.b.ledgerKeys(in)
-		before := d.b.ledgers(keys)
-		out, err := d.b.srv.TransactWriteItems(ctx, in)
+	return send(b, ctx, "TransactWriteItems", skey, in, func() (*dynamodb.TransactWriteItemsOutput, error) {
+		keys := b.ledgerKeys(in)
+		before := b.ledgers(keys)
+		out, err := b.srv.TransactWriteItems(ctx, in)
 		// A success may apply nothing: a retry of a request that landed,
 		// answered by its token. The ledger says what was applied.
-		for i, n := range d.b.ledgers(keys) {
+		for i, n := range b.ledgers(keys) {
 			if n > before[i] {
-				d.b.w.check.txApplied(actor, token, keys[i])
+				b.w.check.txApplied(actor, token, keys[i])
 			}
 		}
 		return out, err
@@ -247,28 +274,28 @@ func (d *dynamoWire) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 
 // send is one request of a process to the model, through the scheduler,
 // recorded when the schedule is.
-func send[O any](d *dynamoWire, ctx context.Context, op, skey string, in any, apply func() (*O, error)) (*O, error) {
+func send[O any](b *dynamoBackend, ctx context.Context, op, skey string, in any, apply func() (*O, error)) (*O, error) {
 	var (
 		out *O
 		err error
 		i   = -1
 	)
 	lost := lostReply(op)
-	ferr := d.b.w.request(ctx, skey, func() {
+	ferr := b.w.request(ctx, skey, func() {
 		out, err = apply()
 		var o any
 		if err == nil && out != nil {
 			o = out
 		}
-		i = d.b.w.note(WireCall{DynamoDB: &ddbmodel.Call{Op: op, Input: in, Output: o, Err: err}})
+		i = b.w.note(WireCall{DynamoDB: &ddbmodel.Call{Op: op, Input: in, Output: o, Err: err}})
 	}, func(f fault) error {
 		e := refused(op)(f)
-		d.b.w.note(WireCall{Fault: f, DynamoDB: &ddbmodel.Call{Op: op, Input: in, Err: e}})
+		b.w.note(WireCall{Fault: f, DynamoDB: &ddbmodel.Call{Op: op, Input: in, Err: e}})
 		return e
 	}, lost)
 	if ferr != nil {
 		if ferr == lost {
-			d.b.w.markLost(i)
+			b.w.markLost(i)
 		}
 		return nil, ferr
 	}

@@ -32,14 +32,16 @@ type redisBackend struct {
 }
 
 func newRedisBackend(w *world) *redisBackend {
-	b := &redisBackend{w: w, srv: redismodel.New(time.Now)}
-	s, err := redisstore.New(&redisWire{b: b}, redisstore.WithBackoff(w.jitter))
-	if err != nil {
-		panic(err)
-	}
-	b.s = s
-	return b
+	return &redisBackend{w: w, srv: redismodel.New(time.Now), s: redisStore}
 }
+
+// redisStore is the Store of every Redis schedule: its requests find their
+// schedule's backend through their context.
+var redisStore = func() *redisstore.Store {
+	s, err := redisstore.New(redisWire{}, redisstore.WithBackoff(jitter))
+	must(err)
+	return s
+}()
 
 func (b *redisBackend) store() idem.Store { return b.s }
 func (b *redisBackend) expire(time.Time)  {} // Redis expires keys itself (PEXPIREAT), on the bubble's clock
@@ -84,41 +86,44 @@ func (b *redisBackend) record(skey string) (idem.Record, bool) {
 }
 
 // redisWire is the redisstore.Client of the processes: each script is a
-// request through the scheduler.
-type redisWire struct{ b *redisBackend }
+// request through the scheduler to the model of the schedule its context
+// belongs to.
+type redisWire struct{}
 
-func (r *redisWire) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+func (r redisWire) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	b := procOf(ctx).w.store.(*redisBackend)
 	c := redismodel.Call{SHA: sha1Hex(script), Script: script, Keys: keys, Args: args}
-	return r.do(ctx, c, func() *redis.Cmd { return r.b.srv.Eval(ctx, script, keys, args...) })
+	return b.do(ctx, c, func() *redis.Cmd { return b.srv.Eval(ctx, script, keys, args...) })
 }
 
-func (r *redisWire) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+func (r redisWire) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	b := procOf(ctx).w.store.(*redisBackend)
 	c := redismodel.Call{SHA: sha, Keys: keys, Args: args}
-	return r.do(ctx, c, func() *redis.Cmd { return r.b.srv.EvalSha(ctx, sha, keys, args...) })
+	return b.do(ctx, c, func() *redis.Cmd { return b.srv.EvalSha(ctx, sha, keys, args...) })
 }
 
-func (r *redisWire) do(ctx context.Context, c redismodel.Call, send func() *redis.Cmd) *redis.Cmd {
+func (b *redisBackend) do(ctx context.Context, c redismodel.Call, send func() *redis.Cmd) *redis.Cmd {
 	var reply *redis.Cmd
 	i := -1
-	skey := strings.TrimPrefix(c.Keys[0], r.b.s.Key(""))
+	skey := strings.TrimPrefix(c.Keys[0], b.s.Key(""))
 	lost := error(io.ErrUnexpectedEOF)
-	err := r.b.w.request(ctx, skey, func() {
-		full := r.b.full()
-		r.b.srv.SetOOM(full)
+	err := b.w.request(ctx, skey, func() {
+		full := b.full()
+		b.srv.SetOOM(full)
 		if full {
-			r.b.w.check.full(r.b.w.actorOf(ctx))
+			b.w.check.full(b.w.actorOf(ctx))
 		}
-		before, existed := r.b.record(skey)
+		before, existed := b.record(skey)
 		reply = send()
-		if after, _ := r.b.record(skey); full && after.Lease != before.Lease {
+		if after, ok := b.record(skey); full && ok && after.Status == idem.StatusInProgress && after.Lease != before.Lease {
 			// Out of memory, a lease whose receipt might be refused must
 			// not be taken: the acquire is refused before the effect.
-			r.b.w.check.violation("%s: took a lease on %s while the server was out of memory", r.b.w.actorOf(ctx), short(skey))
+			b.w.check.violation("%s: took a lease on %s while the server was out of memory", b.w.actorOf(ctx), short(skey))
 		}
 		c.Reply, c.Err = reply.Result()
-		i = r.b.w.note(WireCall{Existed: existed, OOM: full, Redis: &c})
+		i = b.w.note(WireCall{Existed: existed, OOM: full, Redis: &c})
 	}, func(f fault) error {
-		r.b.w.note(WireCall{Fault: f, Redis: &c})
+		b.w.note(WireCall{Fault: f, Redis: &c})
 		if f == faultThrottle {
 			return serverError("LOADING Redis is loading the dataset in memory")
 		}
@@ -126,7 +131,7 @@ func (r *redisWire) do(ctx context.Context, c redismodel.Call, send func() *redi
 	}, lost)
 	if err != nil {
 		if err == lost {
-			r.b.w.markLost(i)
+			b.w.markLost(i)
 		}
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)

@@ -20,17 +20,18 @@ type trace struct {
 }
 
 type traceLine struct {
-	at    time.Duration
-	step  int // the scheduler's steps so far: lines of one step were written by goroutines running at once
-	seq   int
-	actor string
-	text  string
+	at     time.Duration
+	step   int // the scheduler's steps so far: lines of one step were written by goroutines running at once
+	seq    int
+	actor  string
+	format string
+	args   []any // formatted only when the trace is printed: most never are
 }
 
-func (t *trace) add(at time.Duration, step int, actor, text string) {
+func (t *trace) add(at time.Duration, step int, actor, format string, args []any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.lines = append(t.lines, traceLine{at: at, step: step, seq: len(t.lines), actor: actor, text: text})
+	t.lines = append(t.lines, traceLine{at: at, step: step, seq: len(t.lines), actor: actor, format: format, args: args})
 }
 
 // String is the trace in the scheduler's order; the lines of one step,
@@ -47,7 +48,7 @@ func (t *trace) raw() string {
 	})
 	var b strings.Builder
 	for _, l := range lines {
-		fmt.Fprintf(&b, "%10s  %-12s %s\n", l.at.Round(time.Millisecond), l.actor, l.text)
+		fmt.Fprintf(&b, "%10s  %-12s %s\n", l.at.Round(time.Millisecond), l.actor, fmt.Sprintf(l.format, l.args...))
 	}
 	return b.String()
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -121,7 +120,7 @@ func (w *world) since() time.Duration { return time.Since(w.start) }
 
 // logf adds a line to the trace.
 func (w *world) logf(actor, format string, args ...any) {
-	w.trace.add(w.since(), w.sched.stepsSoFar(), actor, fmt.Sprintf(format, args...))
+	w.trace.add(w.since(), w.sched.stepsSoFar(), actor, format, args)
 }
 
 // actorOf names the actor of ctx: the delivery it runs (set by the tracer).
