@@ -24,7 +24,12 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
-var modelSchedules = flag.Int("sim.models", 2000, "schedules of each backend the model check replays against the real server")
+// The model check replays this many schedules of each backend (make test:
+// these defaults; DynamoDB Local answers a schedule in about 25 ms).
+var (
+	dynamoSchedules = flag.Int("sim.models.dynamodb", 1000, "DynamoDB schedules the model check replays against DynamoDB Local")
+	redisSchedules  = flag.Int("sim.models.redis", 2000, "Redis schedules the model check replays against redis-server")
+)
 
 // TestModelAgreesWithDynamoDBLocal runs DynamoDB schedules of the
 // simulator, recording what each sent to the model, and replays every
@@ -60,7 +65,7 @@ func TestModelAgreesWithDynamoDBLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs := recordSchedules(t, "dynamodb", *modelSchedules)
+	recs := recordSchedules(t, "dynamodb", *dynamoSchedules)
 	// The proxy decides by the request's table name, which names its
 	// schedule, and its place in that schedule's recording.
 	var plans sync.Map // table → *plan

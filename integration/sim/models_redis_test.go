@@ -36,7 +36,7 @@ func TestModelAgreesWithRedis(t *testing.T) {
 	client := startRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	recs := recordSchedules(t, "redis", *modelSchedules)
+	recs := recordSchedules(t, "redis", *redisSchedules)
 	start := time.Now()
 	requests, disagree := 0, 0
 	var failures []string
