@@ -18,7 +18,14 @@ HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') $(shell find pkg -name go.mod) go.mod go.sum go.work
 # The library's own modules (go.work builds them with the top-level one):
 # `./...` at the top does not reach into them, so they are listed.
-LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/... ./pkg/idem/redisstore/...
+LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/... ./pkg/idem/redisstore/... ./pkg/idem/consumer/... ./pkg/idem/otelidem/...
+# The operator CLI, its own module too.
+TOOLS          := ./cmd/idemctl/...
+# The fault switches of the integration suite compile only with this tag
+# (the suite's host binaries have it; what is deployed never does); these
+# packages have them, and their tests run with and without it.
+FAULTS_TAG     := sqsidem_faults
+FAULTS         := ./pkg/idem/consumer/... ./functions/producer/...
 # The race detector needs cgo, hence a C compiler; without one, no -race.
 RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # -v for the scenario counts in the log; the RUN/PAUSE/CONT lines are noise.
@@ -65,18 +72,27 @@ emulators:
 build/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
 
-# The same flags as build/local: one compile serves both.
+# For the integration suite, the demo and the chaos run: the fault switches
+# compiled in (the suite builds its own the same way, system.BuildLambdas).
 build/host/%: $(GO_SOURCES)
-	CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $@ ./functions/$*
+	CGO_ENABLED=0 go build -tags lambda.norpc,$(FAULTS_TAG) -trimpath -o $@ ./functions/$*
 
 .PHONY: build
-build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries (integration tests)
+build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries with the fault switches (demo, chaos)
 	@ls -l $(ARM_BOOTSTRAPS) $(HOST_BINARIES) | awk '{print "  " $$5 "\t" $$9}'
+
+# -trimpath: a test binary does not depend on where the checkout is, so the
+# fork rehearsal's copy reuses the results of every package it did not
+# change (go test's cache) instead of running them again. Not for infra:
+# the fork changes what it tests anyway, and without it its compile of the
+# CDK bindings is the one cdk synth (go run ./infra) reuses.
+UNIT_GO        := go test -trimpath
 
 .PHONY: unit
 unit: ## unit, conformance (memory store, redis-server) and CDK assertion tests
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
-	SQSIDEM_REQUIRE_REDIS=1 go test $(RACE) $$(go list ./... $(LIBRARY) | grep -v /infra)
+	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
+	$(UNIT_GO) $(RACE) -tags $(FAULTS_TAG) $(FAULTS)
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
@@ -98,11 +114,15 @@ integration: deps build synth-test ## the integration suite on DynamoDB Local + 
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
-test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos
+test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
-	@# then the real stack deployed, driven and destroyed, on one instance.
-	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
+	@# then the real stack deployed, driven and destroyed, on one instance;
+	@# the fork rehearsal runs alongside the deployed stack, which spends
+	@# most of its time waiting for its bad messages' redeliveries (3 x 24 s).
+	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && \
+		bash integration/scripts/alongside.sh $(CACHE)/fork-rehearsal.log bash integration/scripts/fork-rehearsal.sh -- \
+		bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
 # build, unit and lint, while the Python tools (LocalStack, cfn-lint and
@@ -116,6 +136,13 @@ test-compile: deps-base
 	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
+
+# The README's forking checklist performed on a scratch copy with another
+# effect (integration/fork/testdata), then its unit tests, synth and the
+# scenarios in its mode.
+.PHONY: fork-rehearsal
+fork-rehearsal: deps-base ## follow the README's forking checklist on a scratch copy (hotel rooms, transactional) and prove the result
+	@bash integration/scripts/fork-rehearsal.sh
 
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)
@@ -137,27 +164,29 @@ bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat si
 demo: emulators build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumers on local emulators (or the LocalStack at AWS_ENDPOINT_URL) and print the report
 	go run ./integration/cmd/demo
 
-# CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-orders 20000 -kill 0.05'.
+# CHAOS_FLAGS adds flags, e.g. CHAOS_FLAGS='-keys 20000 -kill 0.05'.
 .PHONY: chaos
-chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 orders per mode with every fault at once; report and chart in .cache/chaos/
+chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 keys per mode with every fault at once; report and chart in .cache/chaos/
 	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
 
 # The 5,000-order version for make test: both modes at once (their tails,
 # 36 s at least for a poison message to reach the DLQ, overlap), each with
 # half the consumers; producers enough to keep both queues fed.
 .PHONY: chaos-small
-chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 orders per mode (about 90 s)
-	go run ./integration/cmd/chaos -orders 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
+chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 keys per mode (about 90 s)
+	go run ./integration/cmd/chaos -keys 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 .PHONY: lint
 lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)
-	go vet ./... $(LIBRARY)
+	go vet ./... $(LIBRARY) $(TOOLS)
+	go vet -tags $(FAULTS_TAG) $(FAULTS)
 	go vet -tags integration ./integration/...
 	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
 	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
 		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
-		go run $(STATICCHECK) ./... $(LIBRARY) && go run $(STATICCHECK) -tags integration ./integration/...; \
+		go run $(STATICCHECK) ./... $(LIBRARY) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
+		go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
 	@command -v shellcheck >/dev/null 2>&1 || echo "lint: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
 	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7

@@ -20,10 +20,12 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
 	github.com/redis/go-redis/v9 v9.22.0
+	github.com/yuin/gopher-lua v1.1.2
 )
 
 require (
@@ -61,11 +63,13 @@ require (
 )
 
 // The library is its own modules (pkg/idem, pkg/idem/dynamostore,
-// pkg/idem/sqsbatch, pkg/idem/redisstore), so that a user's go get pulls no
-// CDK. In this repository they are built from their directories; go.work
-// does the same for commands run inside them.
+// pkg/idem/sqsbatch, pkg/idem/redisstore, and the consumer runtime
+// pkg/idem/consumer), so that a user's go get pulls no CDK. In this
+// repository they are built from their directories; go.work does the same
+// for commands run inside them.
 replace (
 	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
+	github.com/exactlyonce/sqsidem/pkg/idem/consumer => ./pkg/idem/consumer
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore => ./pkg/idem/redisstore
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ./pkg/idem/sqsbatch

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -10,6 +12,24 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
+)
+
+// The app's names and mode, in one place: what a fork edits here.
+const (
+	// StackName is the stack of the default and hardened profiles; the
+	// test and localstack profiles deploy StackName+"Test" and
+	// StackName+"Local" (-c stackName= overrides any).
+	StackName = "SqsIdem"
+	// Namespace is the consumer's idem namespace: the receipts' key prefix
+	// and the metrics' Namespace dimension. Changing it for a deployed
+	// stack makes every retained receipt invisible.
+	Namespace = consumer.DefaultNamespace
+	// Mode is the consumer's mode in every profile: consumer.ModeLease (any
+	// effect), or consumer.ModeTransactional when the effect is DynamoDB
+	// writes only (exactly once, no window). The integration suite runs
+	// the scenarios of a mode in that mode whatever this says.
+	Mode = consumer.ModeLease
 )
 
 // Config is the app's single source of truth: the consumer's settings
@@ -18,12 +38,12 @@ import (
 // consumer.
 type Config struct {
 	exactlyonce.Config
-	// EffectURL is an optional external endpoint the consumer calls as its
-	// side effect; empty means the env var is not set. Otherwise an absolute
-	// http(s) URL with a host (contract.IsHTTPURL).
-	EffectURL string
+	// Effect holds values of the effect's plain variables
+	// (contract.EffectSettings), by variable; a variable without one is
+	// not set on the consumer.
+	Effect map[string]string
 	// CustomerManagedKey: one customer-managed KMS key (rotation on)
-	// encrypts the queues, both tables, both log groups and both functions'
+	// encrypts the queues, all tables, both log groups and both functions'
 	// environments instead of AWS-managed keys.
 	CustomerManagedKey bool
 	// ProducerReservedConcurrency reserves (and caps) the producer's
@@ -31,16 +51,27 @@ type Config struct {
 	ProducerReservedConcurrency int
 }
 
+// base is the app's configuration without a mode: every profile states
+// its own, and Validate refuses none.
+func base() Config {
+	c := Config{Config: exactlyonce.DefaultConfig(), Effect: map[string]string{}}
+	c.Namespace, c.Key, c.Mode = Namespace, contract.KeyField, ""
+	return c
+}
+
 // DefaultConfig is the production profile.
 func DefaultConfig() Config {
-	return Config{Config: exactlyonce.DefaultConfig()}
+	c := base()
+	c.Mode = Mode
+	return c
 }
 
 // TestConfig is the integration-suite profile: short timeouts so that
 // redelivery and dead-lettering happen within seconds, and everything is
 // destroyed with the stack.
 func TestConfig() Config {
-	c := DefaultConfig()
+	c := base()
+	c.Mode = Mode
 	c.FunctionTimeout = 2 * time.Second // visibility 12s
 	c.MaxReceiveCount = 3
 	c.SafetyMargin = 500 * time.Millisecond
@@ -52,8 +83,8 @@ func TestConfig() Config {
 // LocalStackConfig is the test profile for LocalStack, whose requests take
 // about 2.5 times as long as the lightweight emulators' on the same machine:
 // a function timeout and safety margin with room for that, everything else
-// as in TestConfig. The suite provisions from it when it runs on LocalStack,
-// and `make deploy-local` deploys it.
+// (the mode included) as in TestConfig. The suite provisions from it when
+// it runs on LocalStack, and `make deploy-local` deploys it.
 func LocalStackConfig() Config {
 	c := TestConfig()
 	c.FunctionTimeout = 4 * time.Second // visibility 24s
@@ -61,11 +92,11 @@ func LocalStackConfig() Config {
 	return c
 }
 
-// HardenedConfig is the production profile with customer-managed keys and
-// reserved concurrency, as compliance scanners (checkov) expect. Reserving
-// concurrency takes it from the account's pool: an account needs at least
-// ConsumerReserved + ProducerReserved + 100 (the unreserved minimum) as its
-// concurrency quota.
+// HardenedConfig is the production profile (its mode included) with
+// customer-managed keys and reserved concurrency, as compliance scanners
+// (checkov) expect. Reserving concurrency takes it from the account's
+// pool: an account needs at least ConsumerReserved + ProducerReserved +
+// 100 (the unreserved minimum) as its concurrency quota.
 func HardenedConfig() Config {
 	c := DefaultConfig()
 	c.CustomerManagedKey = true
@@ -73,27 +104,30 @@ func HardenedConfig() Config {
 	// reserving exactly that guarantees them without holding more.
 	c.ReservedConcurrency = c.MaxConcurrency
 	// The producer is invoked synchronously by clients and schedulers; 10
-	// concurrent runs (each guarding PRODUCER_CONCURRENCY orders) is plenty
-	// and keeps a runaway caller from starving the account.
+	// concurrent runs (each guarding PRODUCER_CONCURRENCY messages) is
+	// plenty and keeps a runaway caller from starving the account.
 	c.ProducerReservedConcurrency = 10
 	return c
 }
 
+// Profiles are the names -c profile= takes.
+func Profiles() []string { return []string{"default", "test", "localstack", "hardened"} }
+
 // profile is the configuration selected with -c profile=<name>, and its
-// default stack name. The hardened profile deploys as the same stack as the
+// stack name. The hardened profile deploys as the same stack as the
 // default one: it is the same system, encrypted differently.
 func profile(name string) (Config, string, error) {
 	switch name {
 	case "", "default":
-		return DefaultConfig(), "SqsIdem", nil
+		return DefaultConfig(), StackName, nil
 	case "test":
-		return TestConfig(), "SqsIdemTest", nil
+		return TestConfig(), StackName + "Test", nil
 	case "localstack":
-		return LocalStackConfig(), "SqsIdemLocal", nil
+		return LocalStackConfig(), StackName + "Local", nil
 	case "hardened":
-		return HardenedConfig(), "SqsIdem", nil
+		return HardenedConfig(), StackName, nil
 	}
-	return Config{}, "", fmt.Errorf("unknown profile %q (want default, test, localstack or hardened)", name)
+	return Config{}, "", fmt.Errorf("unknown profile %q (want one of %v)", name, Profiles())
 }
 
 // Validate reports every violated constraint at once: the consumer's
@@ -101,13 +135,20 @@ func profile(name string) (Config, string, error) {
 func (c Config) Validate() error {
 	errs := []error{c.Config.Validate()}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.EffectURL != "" && !contract.IsHTTPURL(c.EffectURL) {
-		bad("EffectURL %q is not an absolute http(s) URL", c.EffectURL)
+	settings := map[string]contract.Setting{}
+	for _, s := range contract.EffectSettings {
+		settings[s.Env] = s
 	}
-	if c.Mode == contract.ModeTransactional && c.EffectURL != "" {
-		// The consumer refuses this: a transactional effect may only be
-		// DynamoDB writes, committed together with the receipt.
-		bad("EffectURL must be empty in %s mode", contract.ModeTransactional)
+	for _, name := range slices.Sorted(maps.Keys(c.Effect)) {
+		v, s := c.Effect[name], settings[name]
+		switch {
+		case s.Env == "":
+			bad("Effect sets %s, which is not one of the effect's settings (contract.EffectSettings)", name)
+		case s.Valid != nil && !s.Valid(v):
+			bad("Effect: %s=%q is not valid", name, v)
+		case s.Modes != nil && !slices.Contains(s.Modes, c.Mode):
+			bad("Effect: %s may only be set in %v mode, not %s", name, s.Modes, c.Mode)
+		}
 	}
 	if c.ProducerReservedConcurrency < 0 {
 		bad("ProducerReservedConcurrency must be 0 (none) or positive, got %d", c.ProducerReservedConcurrency)

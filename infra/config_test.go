@@ -1,25 +1,36 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 func TestProfiles(t *testing.T) {
-	for name, want := range map[string]string{"": "SqsIdem", "default": "SqsIdem", "test": "SqsIdemTest", "localstack": "SqsIdemLocal", "hardened": "SqsIdem"} {
+	want := map[string]string{"": StackName, "default": StackName, "test": StackName + "Test", "localstack": StackName + "Local", "hardened": StackName}
+	for _, name := range append(Profiles(), "") {
 		cfg, stackName, err := profile(name)
-		if err != nil || stackName != want {
-			t.Errorf("profile(%q) = stack %q, %v; want %q", name, stackName, err, want)
+		if err != nil || stackName != want[name] {
+			t.Errorf("profile(%q) = stack %q, %v; want %q", name, stackName, err, want[name])
 		}
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("profile %q: %v", name, err)
 		}
+		// Every profile states the app's mode; none inherits the
+		// construct's default.
+		if cfg.Mode != Mode || cfg.Namespace != Namespace || cfg.Key != contract.KeyField {
+			t.Errorf("profile %q: mode %q, namespace %q, key %q; want the app's", name, cfg.Mode, cfg.Namespace, cfg.Key)
+		}
 	}
-	if _, _, err := profile("prod"); err == nil || !strings.Contains(err.Error(), "default, test, localstack or hardened") {
+	if _, _, err := profile("prod"); err == nil || !strings.Contains(err.Error(), "unknown profile") {
 		t.Errorf("unknown profile: err = %v", err)
+	}
+	if err := base().Validate(); err == nil || !strings.Contains(err.Error(), "Mode") {
+		t.Errorf("a profile without a mode: err = %v, want it refused", err)
 	}
 	if got := TestConfig().VisibilityTimeout(); got != 12*time.Second {
 		t.Errorf("test profile visibility = %s, want 12s", got)
@@ -46,12 +57,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default", func(*Config) {}, ""},
 		{"consumer rule", func(c *Config) { c.BatchSize = 11 }, "BatchSize must be in 1..10"},
-		{"effect url in lease mode", func(c *Config) { c.EffectURL = "https://x.example" }, ""},
-		{"effect url http with path", func(c *Config) { c.EffectURL = "http://localhost:8080/issue" }, ""},
-		{"effect url relative", func(c *Config) { c.EffectURL = "/issue" }, "is not an absolute http(s) URL"},
-		{"effect url no host", func(c *Config) { c.EffectURL = "https:///issue" }, "is not an absolute http(s) URL"},
-		{"effect url scheme", func(c *Config) { c.EffectURL = "ftp://x.example" }, "is not an absolute http(s) URL"},
-		{"effect url in transactional mode", func(c *Config) { c.Mode, c.EffectURL = contract.ModeTransactional, "https://x.example" }, "EffectURL must be empty"},
+		{"unknown effect setting", func(c *Config) { c.Effect["NOT_A_SETTING"] = "x" }, "not one of the effect's settings"},
 		{"producer reserved", func(c *Config) { c.ProducerReservedConcurrency = 3 }, ""},
 		{"producer reserved negative", func(c *Config) { c.ProducerReservedConcurrency = -1 }, "ProducerReservedConcurrency"},
 	}
@@ -67,5 +73,23 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error = %v, want it to mention %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestEffectSettings: each of the effect's settings (contract.EffectSettings)
+// is refused in a mode it does not allow and with a value it finds invalid.
+func TestEffectSettings(t *testing.T) {
+	for _, s := range contract.EffectSettings {
+		for _, mode := range consumer.Modes() {
+			cfg := DefaultConfig()
+			cfg.Mode = mode
+			cfg.Effect[s.Env] = "::not a value::"
+			err := cfg.Validate()
+			allowed := s.Modes == nil || slices.Contains(s.Modes, mode)
+			valid := s.Valid == nil || s.Valid(cfg.Effect[s.Env])
+			if (err == nil) != (allowed && valid) {
+				t.Errorf("%s=%q in %s mode: err = %v; allowed in the mode %v, valid %v", s.Env, cfg.Effect[s.Env], mode, err, allowed, valid)
+			}
+		}
 	}
 }

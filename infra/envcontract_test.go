@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -9,40 +10,52 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/exactlyonce/sqsidem/functions/consumer/effect"
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // TestEnvironmentContract links the stack to the functions. For each
-// profile it synthesizes the stack and loads each function's configuration
-// with the function's own loader (contract.LoadConsumer,
-// contract.LoadProducer, what main calls) from the environment the template
-// gives that function, references resolved to dummy values. It fails when
+// profile it synthesizes the stack and starts each function's configuration
+// from the environment the template gives it, references resolved to dummy
+// values: the consumer's with the runtime's loader (consumer.Load) and the
+// effect's Setup, reading with one Env as consumer.Start does; the
+// producer's with contract.LoadProducer. It fails when
 //
 //   - a function refuses its environment: a required variable is not set,
 //     or a value is bad;
-//   - the stack sets a variable the function does not read: a name
-//     misspelt or renamed on either side, which the function would ignore
-//     and replace by its default;
+//   - the stack sets a variable nobody reads: a name misspelt or renamed on
+//     either side, which would be ignored and replaced by a default;
 //   - a function does not end up with the value the stack's Config means:
 //     a variable the stack forgot to set, so the function reads its
 //     default.
 func TestEnvironmentContract(t *testing.T) {
 	cases := map[string]Config{}
-	for _, name := range []string{"default", "test", "localstack", "hardened"} {
+	for _, name := range Profiles() {
 		cfg, _, err := profile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cases[name] = cfg
 	}
-	// The variables only some configurations set.
-	withURL := DefaultConfig()
-	withURL.EffectURL = "https://effects.example/issue"
-	cases["effectUrl"] = withURL
-	tx := TestConfig()
-	tx.Mode = contract.ModeTransactional
-	cases["transactional"] = tx
+	// What only some configurations set: the other mode, the effect's
+	// settings.
+	other := TestConfig()
+	other.Mode = consumer.ModeTransactional
+	if Mode == consumer.ModeTransactional {
+		other.Mode = consumer.ModeLease
+	}
+	cases["other mode"] = other
+	settings := DefaultConfig()
+	for _, s := range contract.EffectSettings {
+		if v := "https://effect.example/" + s.Env; (s.Valid == nil || s.Valid(v)) && (s.Modes == nil || slices.Contains(s.Modes, settings.Mode)) {
+			settings.Effect[s.Env] = v
+		}
+	}
+	cases["effect settings"] = settings
 
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		cfg := cases[name]
@@ -52,32 +65,46 @@ func TestEnvironmentContract(t *testing.T) {
 				t.Fatalf("%d functions, want the consumer and the producer: give a new function its loader here", len(fns))
 			}
 			receipts := logicalID(t, tpl, "AWS::DynamoDB::Table", "IdempotencyTable")
-			ledger := logicalID(t, tpl, "AWS::DynamoDB::Table", "LedgerTable")
 			queue := logicalID(t, tpl, "AWS::SQS::Queue", "Queue")
 			c := cfg.Config.WithDefaults()
 
-			consumer := loadFrom(t, "consumer", functionEnv(t, tpl, "Consumer"), contract.LoadConsumer)
-			wantConsumer := contract.Consumer{
-				Guard: contract.Guard{
-					IdemTable: resolved(receipts), Namespace: c.Namespace,
-					Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
-					CacheSize: contract.DefaultCacheSize, LogLevel: slog.LevelInfo,
+			env := functionEnv(t, tpl, "Consumer")
+			got := loadFrom(t, "consumer", env, func(getenv func(string) string) (consumer.Config, error) {
+				cfg, err := consumer.Load(getenv)
+				e := consumer.NewEnv(getenv)
+				_, serr := effect.Setup(t.Context(), &consumer.Runtime{Config: cfg, DynamoDB: &dynamodb.Client{}, Env: e})
+				return cfg, errors.Join(err, serr, e.Err("effect"))
+			})
+			want := consumer.Config{
+				Guard: consumer.Guard{
+					Namespace: c.Namespace, Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
+					CacheSize: consumer.DefaultCacheSize,
 				},
-				LedgerTable: resolved(ledger), Mode: c.Mode, Concurrency: c.BatchSize, EffectURL: cfg.EffectURL,
+				Store: consumer.StoreDynamoDB, Table: resolved(receipts), Mode: c.Mode, Key: c.Key,
+				BatchConcurrency: c.BatchSize, MaxReceiveCount: c.MaxReceiveCount, LogLevel: slog.LevelInfo,
 			}
-			if !reflect.DeepEqual(consumer, wantConsumer) {
-				t.Errorf("the consumer loads\n%+v\nwant\n%+v", consumer, wantConsumer)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the consumer loads\n%+v\nwant\n%+v", got, want)
+			}
+			for _, tb := range contract.EffectTables {
+				if id := logicalID(t, tpl, "AWS::DynamoDB::Table", tableID(tb.Env)); env[tb.Env] != resolved(id) {
+					t.Errorf("%s = %q, want the table %s", tb.Env, env[tb.Env], id)
+				}
+			}
+			for name, v := range cfg.Effect {
+				if env[name] != v {
+					t.Errorf("%s = %q, want %q", name, env[name], v)
+				}
 			}
 
 			producer := loadFrom(t, "producer", functionEnv(t, tpl, "Producer"), contract.LoadProducer)
-			wantProducer := contract.Producer{
-				Guard: contract.Guard{
-					IdemTable: resolved(receipts), Namespace: contract.ProducerNamespace,
-					Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
-					CacheSize: contract.DefaultCacheSize, LogLevel: slog.LevelInfo,
+			wantProducer := contract.ProducerConfig{
+				Guard: consumer.Guard{
+					Namespace: contract.ProducerNamespace, Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
+					CacheSize: consumer.DefaultCacheSize,
 				},
-				QueueURL:    resolvedQueueURL(queue),
-				Concurrency: contract.DefaultProducerConcurrency, SendAttempts: contract.DefaultSendAttempts,
+				Table: resolved(receipts), QueueURL: resolvedQueueURL(queue),
+				Concurrency: contract.DefaultProducerConcurrency, SendAttempts: contract.DefaultSendAttempts, LogLevel: slog.LevelInfo,
 			}
 			if !reflect.DeepEqual(producer, wantProducer) {
 				t.Errorf("the producer loads\n%+v\nwant\n%+v", producer, wantProducer)

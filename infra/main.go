@@ -2,13 +2,16 @@
 //
 // Context (cdk.json or -c key=value):
 //
-//	profile          default | test | hardened  (DefaultConfig / TestConfig / HardenedConfig;
-//	                 hardened = default + one customer-managed KMS key for queues,
-//	                 tables, log groups and environments + reserved concurrency)
-//	stackName        default SqsIdem (default, hardened) / SqsIdemTest (test)
+//	profile          default | test | localstack | hardened  (DefaultConfig / TestConfig /
+//	                 LocalStackConfig / HardenedConfig; hardened = default + one
+//	                 customer-managed KMS key for queues, tables, log groups and
+//	                 environments + reserved concurrency)
+//	stackName        default StackName (default, hardened), StackName+"Test" (test),
+//	                 StackName+"Local" (localstack)
 //	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
-//	mode             lease | transactional
-//	effectUrl        sets EFFECT_URL on the consumer
+//	mode             lease | transactional    (overrides Mode)
+//	<setting>        the effect's settings (contract.EffectSettings), e.g.
+//	                 effectUrl sets EFFECT_URL on the consumer
 //	alarmTopicArn    existing SNS topic every alarm notifies (default: none)
 //	consumerCode     asset dir, default build/consumer (localstack: build/local/consumer)
 //	producerCode     asset dir, default build/producer (localstack: build/local/producer)
@@ -23,6 +26,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
 )
 
 func main() {
@@ -65,7 +70,11 @@ func run() error {
 	if v := ctx("mode"); v != "" {
 		cfg.Mode = v
 	}
-	cfg.EffectURL = ctx("effectUrl")
+	for _, s := range contract.EffectSettings {
+		if v := ctx(s.Context); v != "" {
+			cfg.Effect[s.Env] = v
+		}
+	}
 	cfg.AlarmTopicARN = ctx("alarmTopicArn")
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // Default asset directories; the Makefile builds the arm64 bootstraps there.
@@ -41,9 +43,9 @@ type StackProps struct {
 	ProducerCode string // directory containing the producer's bootstrap
 }
 
-// NewStack builds the example app: the exactly-once consumer, the ledger
-// table its example effect writes, and the producer that sends orders
-// without duplicate sends. It panics on an invalid Config, like CDK
+// NewStack builds the example app: the exactly-once consumer, the tables
+// its effect writes (contract.EffectTables), and the producer that sends
+// messages without duplicate sends. It panics on an invalid Config, like CDK
 // constructors do on invalid props.
 func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.Stack {
 	cfg := props.Config
@@ -64,18 +66,23 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 		key = exactlyonce.NewKey(stack, "Key", cfg.RemovalPolicy)
 	}
 
-	// The example effect's table: one item per order (functions/consumer/effect.go).
-	ledger := awsdynamodb.NewTable(stack, jsii.String("LedgerTable"), &awsdynamodb.TableProps{
-		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String("orderId"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		PointInTimeRecoverySpecification: exactlyonce.PointInTimeRecovery(),
-		RemovalPolicy:                    cfg.RemovalPolicy,
-		Encryption:                       exactlyonce.TableEncryption(key),
-		EncryptionKey:                    key,
-	})
-	consumerEnv := map[string]*string{contract.EnvLedgerTable: ledger.TableName()}
-	if cfg.EffectURL != "" {
-		consumerEnv[contract.EnvEffectURL] = jsii.String(cfg.EffectURL)
+	// The effect's tables (contract.EffectTables) and settings, named in
+	// the consumer's environment.
+	consumerEnv := map[string]*string{}
+	tables := map[string]awsdynamodb.Table{}
+	for _, t := range contract.EffectTables {
+		tables[t.Env] = awsdynamodb.NewTable(stack, jsii.String(tableID(t.Env)), &awsdynamodb.TableProps{
+			PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String(t.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+			BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
+			PointInTimeRecoverySpecification: exactlyonce.PointInTimeRecovery(),
+			RemovalPolicy:                    cfg.RemovalPolicy,
+			Encryption:                       exactlyonce.TableEncryption(key),
+			EncryptionKey:                    key,
+		})
+		consumerEnv[t.Env] = tables[t.Env].TableName()
+	}
+	for name, v := range cfg.Effect {
+		consumerEnv[name] = jsii.String(v)
 	}
 	orders := exactlyonce.NewConsumer(stack, consumerID, &exactlyonce.ConsumerProps{
 		Config:      cfg.Config,
@@ -83,14 +90,16 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 		Environment: consumerEnv,
 		Key:         key,
 	})
-	// The effect is one UpdateItem per order, direct (lease mode) or inside
-	// the receipt's transaction (transactional). The ledger shares the
-	// consumer's key, which the consumer may already use.
-	ledger.Grant(orders.Function, jsii.String("dynamodb:UpdateItem"))
+	// The effect's writes, direct (lease mode) or inside the receipt's
+	// transaction (transactional). The tables share the consumer's key,
+	// which the consumer may already use.
+	for _, t := range contract.EffectTables {
+		tables[t.Env].Grant(orders.Function, *jsii.Strings(t.Actions...)...)
+	}
 
 	producerEnv := orders.ReceiptEnvironment(contract.ProducerNamespace)
 	producerEnv[contract.EnvQueueURL] = orders.Queue.QueueUrl()
-	producerEnv[contract.EnvLogLevel] = jsii.String(contract.DefaultLogLevel)
+	producerEnv[consumer.EnvLogLevel] = jsii.String(consumer.DefaultLogLevel)
 	producer := exactlyonce.NewFunction(stack, "Producer", &exactlyonce.FunctionProps{
 		Code:                awslambda.Code_FromAsset(jsii.String(producerCode), nil),
 		Timeout:             cfg.FunctionTimeout,
@@ -106,13 +115,26 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 	orders.GrantReceipts(producer)
 	orders.Dashboard.AddWidgets(exactlyonce.FunctionWidgets(producer, "Producer")...)
 
-	// The end-to-end test and operators read these from the deployed stack.
+	// Operators and the deployed-stack test find the rest by these; the
+	// consumer's own (queue, DLQ, receipt table, function, namespace, key)
+	// are the construct's.
 	out := func(id string, v *string) { awscdk.NewCfnOutput(stack, &id, &awscdk.CfnOutputProps{Value: v}) }
-	out("QueueUrl", orders.Queue.QueueUrl())
-	out("DeadLetterQueueUrl", orders.DeadLetterQueue.QueueUrl())
-	out("IdempotencyTableName", orders.Receipts.TableName())
-	out("LedgerTableName", ledger.TableName())
-	out("ProducerFunctionName", producer.FunctionName())
-	out("ConsumerFunctionName", orders.Function.FunctionName())
+	out(contract.OutputProducerFunctionName, producer.FunctionName())
+	for _, t := range contract.EffectTables {
+		out(tableID(t.Env)+"Name", tables[t.Env].TableName())
+	}
 	return stack
+}
+
+// tableID is the construct id of the table named in variable env:
+// LEDGER_TABLE becomes LedgerTable, the id it had before tables were
+// declared, so a deployed stack keeps its table.
+func tableID(env string) string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(strings.ToLower(env), "_") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -26,7 +29,7 @@ func profiles() map[string]Config {
 	custom.MaxReceiveCount = 7
 	custom.MaxConcurrency = 2
 	custom.BatchSize = 4
-	custom.Mode = contract.ModeTransactional
+	custom.Mode = consumer.ModeTransactional
 	return map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "hardened": HardenedConfig(), "custom45s": custom}
 }
 
@@ -37,7 +40,7 @@ func profiles() map[string]Config {
 func TestLogicalIDsKept(t *testing.T) {
 	tpl := cdktest.Synth(t, newTestStack(DefaultConfig()))
 	for _, id := range []string{
-		"Queue4A7E3555", "DeadLetterQueue9F481546", "IdempotencyTable22A5A209", "LedgerTable38A58B60",
+		"Queue4A7E3555", "DeadLetterQueue9F481546", "IdempotencyTable22A5A209",
 		"Consumer8D6BE417", "ProducerD8AA94EB", "RoleConsumerEE6CF284", "RoleProducer23335CCC",
 		"LogGroupConsumerE2042FED", "LogGroupProducer4030BF39",
 		"AlarmDeadLetterQueueNotEmpty6F59908C", "AlarmQueueBacklogAge1787B9D5", "AlarmConsumerErrors4BDAA235",
@@ -46,9 +49,12 @@ func TestLogicalIDsKept(t *testing.T) {
 			t.Errorf("logical id %s is gone: a deployed stack would replace that resource", id)
 		}
 	}
+	for _, tb := range contract.EffectTables {
+		tpl.One(t, "AWS::DynamoDB::Table", tableID(tb.Env)) // LedgerTable38A58B60 for the template's ledger
+	}
 }
 
-// TestApp: the app around the construct (ledger table, producer, outputs)
+// TestApp: the app around the construct (the effect's tables, producer, outputs)
 // in every profile; the construct's own resources are tested in exactlyonce.
 func TestApp(t *testing.T) {
 	for name, cfg := range profiles() {
@@ -57,20 +63,22 @@ func TestApp(t *testing.T) {
 			// The integration suite finds resources by these prefixes.
 			for typ, prefixes := range map[string][]string{
 				"AWS::SQS::Queue":       {"Queue", "DeadLetterQueue"},
-				"AWS::DynamoDB::Table":  {"IdempotencyTable", "LedgerTable"},
+				"AWS::DynamoDB::Table":  {"IdempotencyTable"},
 				"AWS::Lambda::Function": {"Consumer", "Producer"},
 			} {
 				for _, p := range prefixes {
 					tpl.One(t, typ, p)
 				}
 			}
-			cdktest.Check(t, "ledger table", func() {
-				tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
-					"KeySchema":                        []any{map[string]any{"AttributeName": "orderId", "KeyType": "HASH"}},
-					"BillingMode":                      "PAY_PER_REQUEST",
-					"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
-				})
-			})
+			effectEnv := map[string]string{}
+			for _, tb := range contract.EffectTables {
+				table := tpl.One(t, "AWS::DynamoDB::Table", tableID(tb.Env))
+				if got := cdktest.JSON(table["KeySchema"]); !strings.Contains(got, `"AttributeName":"`+tb.PartitionKey+`"`) ||
+					table["BillingMode"] != "PAY_PER_REQUEST" {
+					t.Errorf("table %s: key schema %s, billing %v", tb.Env, got, table["BillingMode"])
+				}
+				effectEnv[tb.Env] = ""
+			}
 			cdktest.Check(t, "functions", func() {
 				tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(2))
 				tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
@@ -78,24 +86,31 @@ func TestApp(t *testing.T) {
 					"MemorySize": cfg.MemoryMB, "TracingConfig": map[string]any{"Mode": "Active"},
 				})
 			})
-			consumer := tpl.One(t, "AWS::Lambda::Function", "Consumer")
-			wantEnv(t, consumer, map[string]string{
-				contract.EnvIdemTable: "", contract.EnvLedgerTable: "", contract.EnvNamespace: contract.ConsumerNamespace, contract.EnvMode: cfg.Mode,
-				contract.EnvRetention: cfg.ReceiptRetention.String(), contract.EnvSafetyMargin: cfg.SafetyMargin.String(),
-				contract.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), contract.EnvLogLevel: "INFO",
+			consumerFn := tpl.One(t, "AWS::Lambda::Function", "Consumer")
+			maps.Copy(effectEnv, map[string]string{
+				consumer.EnvTable: "", consumer.EnvNamespace: Namespace, consumer.EnvMode: cfg.Mode, consumer.EnvKey: contract.KeyField,
+				consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(),
+				consumer.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), consumer.EnvMaxReceiveCount: fmt.Sprint(cfg.MaxReceiveCount),
+				consumer.EnvLogLevel: "INFO",
 			})
+			wantEnv(t, consumerFn, effectEnv)
 			producer := tpl.One(t, "AWS::Lambda::Function", "Producer")
 			wantEnv(t, producer, map[string]string{
-				contract.EnvQueueURL: "", contract.EnvIdemTable: "", contract.EnvNamespace: contract.ProducerNamespace,
-				contract.EnvRetention: cfg.ReceiptRetention.String(), contract.EnvSafetyMargin: cfg.SafetyMargin.String(), contract.EnvLogLevel: "INFO",
+				contract.EnvQueueURL: "", consumer.EnvTable: "", consumer.EnvNamespace: contract.ProducerNamespace,
+				consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(), consumer.EnvLogLevel: "INFO",
 			})
-			if got := cdktest.JSON(cdktest.Env(producer)[contract.EnvIdemTable]); got != cdktest.JSON(cdktest.Env(consumer)[contract.EnvIdemTable]) {
+			if got := cdktest.JSON(cdktest.Env(producer)[consumer.EnvTable]); got != cdktest.JSON(cdktest.Env(consumerFn)[consumer.EnvTable]) {
 				t.Errorf("producer and consumer must share the receipt table: %s", got)
 			}
-			for _, o := range []string{"QueueUrl", "DeadLetterQueueUrl", "IdempotencyTableName", "LedgerTableName", "ProducerFunctionName", "ConsumerFunctionName"} {
-				if _, ok := tpl.Outputs[o]; !ok {
-					t.Errorf("missing output %s", o)
-				}
+			outputs := []string{
+				consumer.OutputQueueURL, consumer.OutputDeadLetterQueueURL, consumer.OutputTable, consumer.OutputFunctionName,
+				consumer.OutputNamespace, consumer.OutputKey, contract.OutputProducerFunctionName,
+			}
+			for _, tb := range contract.EffectTables {
+				outputs = append(outputs, tableID(tb.Env)+"Name")
+			}
+			if got, want := slices.Sorted(maps.Keys(tpl.Outputs)), slices.Sorted(slices.Values(outputs)); !slices.Equal(got, want) {
+				t.Errorf("outputs %v, want %v", got, want)
 			}
 			for _, d := range tpl.ByType("AWS::CloudWatch::Dashboard") {
 				if body := cdktest.JSON(d["DashboardBody"]); !strings.Contains(body, `Producer: errors and throttles`) {
@@ -158,12 +173,23 @@ func TestHardened(t *testing.T) {
 	}
 }
 
-func TestEffectURLOnlyWhenConfigured(t *testing.T) {
+// TestEffectSettingsReachTheConsumer: a value of the effect's settings
+// (contract.EffectSettings) is set on the consumer as it is.
+func TestEffectSettingsReachTheConsumer(t *testing.T) {
 	cfg := TestConfig()
-	cfg.EffectURL = "https://effect.example/issue"
-	tpl := cdktest.Synth(t, newTestStack(cfg))
-	if got := cdktest.Env(tpl.One(t, "AWS::Lambda::Function", "Consumer"))[contract.EnvEffectURL]; got != cfg.EffectURL {
-		t.Errorf("EFFECT_URL = %v, want %s", got, cfg.EffectURL)
+	for _, s := range contract.EffectSettings {
+		if v := "https://effect.example/" + s.Env; (s.Valid == nil || s.Valid(v)) && (s.Modes == nil || slices.Contains(s.Modes, cfg.Mode)) {
+			cfg.Effect[s.Env] = v
+		}
+	}
+	if len(cfg.Effect) == 0 {
+		t.Skip("the effect has no setting this test can give a value")
+	}
+	vars := cdktest.Env(cdktest.Synth(t, newTestStack(cfg)).One(t, "AWS::Lambda::Function", "Consumer"))
+	for name, v := range cfg.Effect {
+		if vars[name] != v {
+			t.Errorf("%s = %v, want %s", name, vars[name], v)
+		}
 	}
 }
 
@@ -207,9 +233,11 @@ func leastPrivilege(t *testing.T, tpl cdktest.Template) {
 	}
 	// DynamoDB actions are pinned per table: receipts need GetItem and
 	// UpdateItem only (no PutItem), the ledger UpdateItem only.
-	wantDynamo := map[string]string{
-		"IdempotencyTable": "dynamodb:GetItem,dynamodb:UpdateItem",
-		"LedgerTable":      "dynamodb:UpdateItem",
+	wantDynamo := map[string]string{"IdempotencyTable": "dynamodb:GetItem,dynamodb:UpdateItem"}
+	wantGrants := map[string]int{"IdempotencyTable": 2} // consumer and producer
+	for _, tb := range contract.EffectTables {
+		wantDynamo[tableID(tb.Env)] = strings.Join(slices.Sorted(slices.Values(tb.Actions)), ",")
+		wantGrants[tableID(tb.Env)] = 1 // the consumer
 	}
 	grants := map[string]int{}
 	for _, s := range statements {
@@ -238,9 +266,8 @@ func leastPrivilege(t *testing.T, tpl cdktest.Template) {
 			t.Errorf("dynamodb actions %v on unexpected resource %s", dyn, raw)
 		}
 	}
-	// Idempotency table: consumer and producer; ledger: consumer only.
-	if grants["IdempotencyTable"] != 2 || grants["LedgerTable"] != 1 {
-		t.Errorf("dynamodb grant statements per table = %v, want IdempotencyTable:2 LedgerTable:1", grants)
+	if !maps.Equal(grants, wantGrants) {
+		t.Errorf("dynamodb grant statements per table = %v, want %v", grants, wantGrants)
 	}
 	for _, s := range statements {
 		actions := cdktest.Strings(s["Action"])

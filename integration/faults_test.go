@@ -18,6 +18,7 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
@@ -170,12 +171,12 @@ func faultKeys(prefix string, n int) []string {
 // a false "lease lost", or "unconfirmed".
 func faultsLeaseMode(t *testing.T) {
 	e := newFaultEnv(t)
-	g, err := idem.New(e.store, "lease", idem.WithSafetyMargin(faultMargin))
+	g, err := idem.New(e.store, "fault-lease", idem.WithSafetyMargin(faultMargin))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.proxy.SetDecider(faultMix(1).Decider())
-	keys := faultKeys("lease", 2000)
+	keys := faultKeys("fault-lease", 2000)
 	effects := make(map[string]*atomic.Int32, len(keys))
 	for _, k := range keys {
 		effects[k] = new(atomic.Int32)
@@ -215,12 +216,12 @@ func faultsLeaseMode(t *testing.T) {
 // holds exactly 1 per key.
 func faultsTransactionalMode(t *testing.T) {
 	e := newFaultEnv(t)
-	g, err := idem.New(e.store, "tx")
+	g, err := idem.New(e.store, "fault-tx")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.proxy.SetDecider(faultMix(2).Decider())
-	keys := faultKeys("tx", 2000)
+	keys := faultKeys("fault-tx", 2000)
 	inc := ledgerIncrement(e.ledger)
 	start := time.Now()
 	res := deliver(keys, 3, 48, func(ctx context.Context, key string) (idem.Result, error) {
@@ -263,7 +264,7 @@ func faultsConcurrentCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	inc := ledgerIncrement(e.ledger)
-	for _, mode := range []string{"lease", "tx"} {
+	for _, mode := range consumer.Modes() {
 		keys := faultKeys("copies-"+mode, 300)
 		var effects sync.Map // key → *atomic.Int32
 		var outcomes tally
@@ -280,7 +281,7 @@ func faultsConcurrentCopies(t *testing.T) {
 						ctx, cancel := context.WithTimeout(context.Background(), faultInvocation)
 						var res idem.Result
 						var err error
-						if mode == "lease" {
+						if mode == consumer.ModeLease {
 							res, err = g.Do(ctx, key, []byte(key), func(context.Context) ([]byte, error) { n.Add(1); return nil, nil })
 						} else {
 							res, err = g.DoTx(ctx, key, []byte(key), func(context.Context) (idem.TxEffect, error) {
@@ -303,7 +304,7 @@ func faultsConcurrentCopies(t *testing.T) {
 		for _, key := range keys {
 			v, _ := effects.Load(key)
 			got := int(v.(*atomic.Int32).Load())
-			if mode == "tx" {
+			if mode == consumer.ModeTransactional {
 				if got, err = ledgerCount(e.direct, e.ledger)(context.Background(), key); err != nil {
 					t.Fatal(err)
 				}

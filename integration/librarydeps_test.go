@@ -22,6 +22,7 @@ var libraryModules = map[string]string{
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore": "pkg/idem/dynamostore",
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch":    "pkg/idem/sqsbatch",
 	"github.com/exactlyonce/sqsidem/pkg/idem/redisstore":  "pkg/idem/redisstore",
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer":    "pkg/idem/consumer",
 }
 
 // notInTheLibrary are the template's tools: a go get of the library must not
@@ -64,6 +65,10 @@ func TestLibraryDependencies(t *testing.T) {
 		{"dynamodb+sqs", []string{"pkg/idem", "pkg/idem/dynamostore", "pkg/idem/sqsbatch"},
 			append([]string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/aws/aws-lambda-go"}, lambdaGoOwn...)},
 		{"redis", []string{"pkg/idem", "pkg/idem/redisstore"}, append(goRedisOwn, lambdaGoOwn...)},
+		// The consumer runtime: the two stores, the batch adapter, the
+		// SDK's config and clients, aws-lambda-go; no CDK.
+		{"consumer runtime", []string{"pkg/idem/consumer"},
+			slices.Concat([]string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/aws/aws-lambda-go"}, goRedisOwn, lambdaGoOwn)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mods := throwawayModule(t, root, tc.imports)

@@ -103,7 +103,7 @@ func (r referenceLock) process(ctx context.Context, id string, effect func() err
 // runs the effect concurrently with B. With the Guard, A's release is fenced
 // by its lease token (ErrLeaseLost) and C is told the key is in progress.
 func TestZombieReleaseReferenceVsGuard(t *testing.T) {
-	ctx := context.Background()
+	ctx := ctxFor(t, 2*time.Minute)
 	client, _, err := emu.Clients(ctx, dynamoEndpoint(t), sqsEndpoint(t))
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +154,21 @@ func TestZombieReleaseReferenceVsGuard(t *testing.T) {
 			go func() {                     // B takes over and runs its effect until A is done
 				_, err := g.Do(ctx, key, nil, func(context.Context) ([]byte, error) {
 					close(bRunning)
-					<-aDone
+					select {
+					case <-aDone:
+					case <-ctx.Done():
+					}
 					return []byte("B"), nil
 				})
 				bResult <- err
 			}()
-			<-bRunning
+			select {
+			case <-bRunning:
+			case err := <-bResult:
+				t.Errorf("B did not take over A's lapsed lease: %v", err)
+			case <-ctx.Done():
+				t.Errorf("waiting for B to take over: %v", ctx.Err())
+			}
 			return nil, errors.New("A fails late")
 		})
 		if !errors.Is(aErr, idem.ErrLeaseLost) {
@@ -173,8 +182,13 @@ func TestZombieReleaseReferenceVsGuard(t *testing.T) {
 		if !errors.Is(cErr, idem.ErrInProgress) || cRes.Outcome != idem.InProgress {
 			t.Fatalf("C while B runs: %+v, %v; want ErrInProgress", cRes, cErr)
 		}
-		if err := <-bResult; err != nil {
-			t.Fatalf("B: %v", err)
+		select {
+		case err := <-bResult:
+			if err != nil {
+				t.Fatalf("B: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("waiting for B to complete: %v", ctx.Err())
 		}
 		t.Log("Guard: A's release refused (lease lost), C told in progress, B completed: one effect at a time")
 	})

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,8 @@ func cleanupLambdas() {
 
 // startSystem provisions a private copy of the stack for one test and
 // starts its Lambdas; the Lambdas' output goes to .cache/logs/integration
-// and its tail is shown when the test fails.
+// and its tail is shown when the test fails. A test that asks for a mode
+// the effect does not implement is skipped.
 func startSystem(t *testing.T, cfg system.Config) *system.System {
 	t.Helper()
 	cfg.ConsumerBinary, cfg.ProducerBinary, cfg.Template = lambdas(t)
@@ -76,6 +78,10 @@ func startSystem(t *testing.T, cfg system.Config) *system.System {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := system.Start(ctx, cfg)
+	if errors.Is(err, system.ErrMode) {
+		logFile.Close()
+		t.Skipf("the scenario needs %s mode: %v", cfg.Mode, err)
+	}
 	if err != nil {
 		logFile.Close()
 		t.Fatal(err)
@@ -106,23 +112,34 @@ func drain(t *testing.T, s *system.System, limit time.Duration) {
 	}
 }
 
-// check accounts for every order sent, fails the test if any vanished or
-// sits in the DLQ without a reason, and logs the counts.
-func check(t *testing.T, s *system.System, sent []system.Order) system.Report {
+// check accounts for every message sent, and for the messages (by id)
+// that can only end in the DLQ; it fails the test if any vanished or sits
+// in the DLQ without a reason, and logs the counts.
+func check(t *testing.T, s *system.System, sent []system.Message, deadIDs ...string) system.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := s.Check(ctx, sent)
+	r, err := s.Check(ctx, sent, deadIDs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("orders %d, deliveries %d, applied %d, duplicates suppressed %d, in progress %d, in DLQ %d, double effects %d; outcomes %v; DynamoDB requests %v",
-		r.Orders, r.Deliveries, r.Applied, r.Outcomes["duplicate"], r.Outcomes["in_progress"], len(r.DeadLetters), r.DoubleEffects, r.Outcomes, r.DynamoRequests)
+	t.Logf("%s mode: keys %d, deliveries %d, applied %d, duplicates suppressed %d, in progress %d, in DLQ %d, double effects %d; outcomes %v; DynamoDB requests %v",
+		s.Mode, r.Keys, r.Deliveries, r.Applied, r.Outcomes["duplicate"], r.Outcomes["in_progress"], len(r.DeadLetters), r.DoubleEffects, r.Outcomes, r.DynamoRequests)
 	for _, d := range r.DeadLetters {
-		t.Logf("DLQ: order %q after %d receives: %s", d.OrderID, d.Receives, d.Reason)
+		t.Logf("DLQ: key %q after %d receives: %s", d.Key, d.Receives, d.Reason)
 	}
 	if err := r.Lost(); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// messages seeds and returns the probe's messages for n keys prefix-….
+func messages(t *testing.T, ctx context.Context, s *system.System, prefix string, n int) []system.Message {
+	t.Helper()
+	msgs, err := s.Messages(ctx, system.Keys(prefix, n)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }

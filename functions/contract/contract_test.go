@@ -1,60 +1,102 @@
 package contract_test
 
 import (
+	"errors"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-func TestIsHTTPURL(t *testing.T) {
-	tests := []struct {
-		v    string
-		want bool
-	}{
-		{"https://x.example", true},
-		{"http://localhost:8080/issue", true},
-		{"https://sqs.eu-west-1.amazonaws.com/123456789012/orders", true},
-		{"", false},
-		{"/issue", false},
-		{"x.example", false},
-		{"https:///issue", false},
-		{"ftp://x.example", false},
-		{"http://x.example/%zz", false},
+func getenv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+func problemVars(t *testing.T, err error) []string {
+	t.Helper()
+	var cerr *consumer.ConfigError
+	if !errors.As(err, &cerr) {
+		t.Fatalf("err = %v, want a *consumer.ConfigError", err)
 	}
-	for _, tt := range tests {
-		if got := contract.IsHTTPURL(tt.v); got != tt.want {
-			t.Errorf("IsHTTPURL(%q) = %v, want %v", tt.v, got, tt.want)
-		}
+	return cerr.Vars()
+}
+
+func TestLoadProducer(t *testing.T) {
+	env := map[string]string{consumer.EnvTable: "idem", contract.EnvQueueURL: "http://localhost:9324/000000000000/orders"}
+	cfg, err := contract.LoadProducer(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := contract.ProducerConfig{
+		Guard: consumer.Guard{
+			Namespace: contract.ProducerNamespace, Retention: consumer.DefaultRetention,
+			SafetyMargin: consumer.DefaultSafetyMargin, CacheSize: consumer.DefaultCacheSize,
+		},
+		Table: "idem", QueueURL: env[contract.EnvQueueURL], Concurrency: 50, SendAttempts: 3, LogLevel: slog.LevelInfo,
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("config = %+v\nwant %+v", cfg, want)
 	}
 }
 
-func TestValidMode(t *testing.T) {
-	for m, want := range map[string]bool{
-		contract.ModeLease: true, contract.ModeTransactional: true,
-		"": false, "Lease": false, "at-least-once": false,
-	} {
-		if got := contract.ValidMode(m); got != want {
-			t.Errorf("ValidMode(%q) = %v, want %v", m, got, want)
-		}
+func TestLoadProducerNamesEveryProblem(t *testing.T) {
+	env := map[string]string{
+		consumer.EnvRetention:           "forever",
+		consumer.EnvLease:               "1s", // not longer than the margin
+		contract.EnvProducerConcurrency: "-1",
+		contract.EnvSendAttempts:        "0",
+		consumer.EnvLogLevel:            "verbose",
+	}
+	_, err := contract.LoadProducer(getenv(env))
+	want := append(slices.Collect(maps.Keys(env)), consumer.EnvTable, contract.EnvQueueURL)
+	slices.Sort(want)
+	if got := problemVars(t, err); !slices.Equal(got, want) {
+		t.Errorf("problems with %v\nwant %v", got, want)
+	}
+	_, err = contract.LoadProducer(getenv(map[string]string{consumer.EnvTable: "t", contract.EnvQueueURL: "orders"}))
+	if got := problemVars(t, err); !slices.Equal(got, []string{contract.EnvQueueURL}) {
+		t.Errorf("relative queue URL: problems with %v", got)
 	}
 }
 
-// TestNamespacesDiffer: see the comment on the constants.
+// TestNamespacesDiffer: see ProducerNamespace.
 func TestNamespacesDiffer(t *testing.T) {
-	if contract.ConsumerNamespace == "" || contract.ConsumerNamespace == contract.ProducerNamespace {
-		t.Fatalf("namespaces consumer=%q producer=%q must be non-empty and differ", contract.ConsumerNamespace, contract.ProducerNamespace)
+	if contract.ProducerNamespace == "" || contract.ProducerNamespace == consumer.DefaultNamespace {
+		t.Fatalf("the producer's namespace %q must be non-empty and differ from the consumer's", contract.ProducerNamespace)
 	}
 }
 
-func TestOutcomeMetricsUnique(t *testing.T) {
-	seen := map[string]bool{}
-	for _, m := range contract.OutcomeMetrics() {
-		if m == "" || seen[m] {
-			t.Errorf("metric %q empty or listed twice", m)
-		}
-		seen[m] = true
+// TestDeclarations: what the stack builds from is well formed.
+func TestDeclarations(t *testing.T) {
+	if contract.KeyField == "" {
+		t.Error("no key field")
 	}
-	if len(seen) != 10 {
-		t.Errorf("want 10 outcome metrics, got %d", len(seen))
+	seen := map[string]bool{}
+	for _, tb := range contract.EffectTables {
+		if tb.Env == "" || tb.PartitionKey == "" || len(tb.Actions) == 0 || seen[tb.Env] {
+			t.Errorf("table %+v: want a new variable, a partition key and actions", tb)
+		}
+		seen[tb.Env] = true
+		for _, a := range tb.Actions {
+			if !strings.HasPrefix(a, "dynamodb:") || strings.Contains(a, "*") {
+				t.Errorf("table %s: action %q, want a DynamoDB action without wildcards", tb.Env, a)
+			}
+		}
+	}
+	for _, s := range contract.EffectSettings {
+		if s.Env == "" || s.Context == "" || seen[s.Env] || slices.Contains(consumer.Variables(), s.Env) {
+			t.Errorf("setting %+v: want a variable of its own and a context key", s)
+		}
+		seen[s.Env] = true
+		for _, m := range s.Modes {
+			if !slices.Contains(consumer.Modes(), m) {
+				t.Errorf("setting %s: mode %q", s.Env, m)
+			}
+		}
 	}
 }

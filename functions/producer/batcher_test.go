@@ -17,7 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
@@ -26,15 +28,15 @@ import (
 // client slow to give up).
 type callSQS struct {
 	err       error           // every call fails with it
-	failLeft  map[string]int  // order id → entries still to fail (not the sender's fault)
-	release   chan struct{}   // when set, calls wait for it to close
-	started   chan struct{}   // when set, gets a value as each call starts
+	failLeft  map[string]int  // key → entries still to fail (not the sender's fault)
+	release   chan struct{}   // when set, calls wait for it to close (or waitLimit)
+	started   chan struct{}   // when set, gets a value as the first call starts
 	mu        sync.Mutex      //
-	calls     [][]string      // order ids per call
+	calls     [][]string      // keys per call
 	payloads  []int           // payload bytes per call
 	deadlines []time.Time     // ctx deadline per call (zero: none)
 	active    int             // calls not returned yet
-	accepted  map[string]bool // order ids accepted
+	accepted  map[string]bool // keys accepted
 }
 
 func (f *callSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -43,7 +45,7 @@ func (f *callSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatch
 	var ids []string
 	payload := 0
 	for _, e := range in.Entries {
-		ids = append(ids, aws.ToString(e.MessageAttributes[OrderIDAttribute].StringValue))
+		ids = append(ids, aws.ToString(e.MessageAttributes[keyAttribute].StringValue))
 		payload += len(aws.ToString(e.MessageBody))
 		for name, v := range e.MessageAttributes {
 			payload += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
@@ -58,10 +60,17 @@ func (f *callSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatch
 		f.mu.Unlock()
 	}()
 	if f.started != nil {
-		f.started <- struct{}{}
+		select {
+		case f.started <- struct{}{}:
+		default: // told already
+		}
 	}
 	if f.release != nil {
-		<-f.release
+		select {
+		case <-f.release:
+		case <-time.After(waitLimit):
+			return nil, errors.New("callSQS: never released")
+		}
 	}
 
 	f.mu.Lock()
@@ -106,7 +115,7 @@ func (f *callSQS) sentIDs() []string {
 
 func recordStatus(t *testing.T, store *idemtest.MemoryStore, id string) (idem.Status, bool) {
 	t.Helper()
-	g, _ := idem.New(store, "producer")
+	g, _ := idem.New(store, contract.ProducerNamespace)
 	rec, ok, err := store.Get(context.Background(), g.StorageKey(id))
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +153,7 @@ func TestEntryContextEndsBeforeFlush(t *testing.T) {
 				wg.Go(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 					defer cancel()
-					_, errs[i] = b.submit(ctx, newEntry(s.id, `{"orderId":"`+s.id+`"}`))
+					_, errs[i] = b.submit(ctx, newEntry(s.id, "{}"))
 				})
 			}
 			wg.Wait()
@@ -176,9 +185,9 @@ func TestEntryContextEndsBeforeFlush(t *testing.T) {
 
 	t.Run("the effect's context ends before the batch goes", func(t *testing.T) {
 		store, client := idemtest.NewMemoryStore(), &callSQS{}
-		p := newProducer(t, store, client, map[string]string{"IDEM_LEASE": "300ms", "IDEM_SAFETY_MARGIN": "50ms"})
+		p := newProducer(t, store, client, map[string]string{consumer.EnvLease: "300ms", consumer.EnvSafetyMargin: "50ms"})
 		p.linger = time.Second
-		out := run(t, p, orders("a"))
+		out := run(t, p, messages("a"))
 		if out.Failed != 1 || !strings.Contains(out.Failures[0].Reason, "not sent") {
 			t.Errorf("out = %+v, want a not-sent failure", out)
 		}
@@ -217,12 +226,12 @@ func TestBatchDeadlineIsEarliest(t *testing.T) {
 	}
 }
 
-// orderOfSize returns an order whose message counts size bytes toward the
+// messageOfSize returns a message that counts size bytes toward the
 // batch payload.
-func orderOfSize(id string, size int) json.RawMessage {
-	const skeleton = `{"orderId":%q,"pad":"%s"}`
-	n := size - messageSize(id, fmt.Sprintf(skeleton, id, ""))
-	return json.RawMessage(fmt.Sprintf(skeleton, id, strings.Repeat("x", n)))
+func messageOfSize(id string, size int) json.RawMessage {
+	const skeleton = `{%q:%q,"pad":"%s"}`
+	n := size - messageSize(id, fmt.Sprintf(skeleton, contract.KeyField, id, ""))
+	return json.RawMessage(fmt.Sprintf(skeleton, contract.KeyField, id, strings.Repeat("x", n)))
 }
 
 func TestBatchSplitBySize(t *testing.T) {
@@ -257,14 +266,14 @@ func TestBatchSplitBySize(t *testing.T) {
 			p := newProducer(t, store, client, nil)
 			var in Input
 			for _, o := range tt.orders {
-				in.Orders = append(in.Orders, orderOfSize(o.id, o.size))
+				in.Messages = append(in.Messages, messageOfSize(o.id, o.size))
 			}
 			out := run(t, p, in)
 			if out.Sent != len(tt.orders)-len(tt.wantTooBig) || out.Failed != len(tt.wantTooBig) {
 				t.Errorf("out = %+v, want %d failed", out, len(tt.wantTooBig))
 			}
 			for _, f := range out.Failures {
-				if !slices.Contains(tt.wantTooBig, f.OrderID) || !strings.Contains(f.Reason, ErrTooLarge.Error()) {
+				if !slices.Contains(tt.wantTooBig, f.Key) || !strings.Contains(f.Reason, ErrTooLarge.Error()) {
 					t.Errorf("failure %+v", f)
 				}
 			}
@@ -313,8 +322,8 @@ func TestWholeCallErrorNotRetried(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store, client := idemtest.NewMemoryStore(), &callSQS{err: tt.err, failLeft: tt.failLeft}
-			p := newProducer(t, store, client, map[string]string{"SEND_ATTEMPTS": "3"})
-			out := run(t, p, orders("a", "b"))
+			p := newProducer(t, store, client, map[string]string{contract.EnvSendAttempts: "3"})
+			out := run(t, p, messages("a", "b"))
 			if out.Sent != tt.wantSent || out.Failed != 2-tt.wantSent {
 				t.Errorf("out = %+v, want %d sent", out, tt.wantSent)
 			}
@@ -322,8 +331,8 @@ func TestWholeCallErrorNotRetried(t *testing.T) {
 				if !strings.Contains(f.Reason, ErrSend.Error()) || !strings.Contains(f.Reason, tt.wantReason) {
 					t.Errorf("failure %+v, want %q", f, tt.wantReason)
 				}
-				if st, _ := recordStatus(t, store, f.OrderID); st != idem.StatusFailed {
-					t.Errorf("record of %s is %s, want FAILED (released)", f.OrderID, st)
+				if st, _ := recordStatus(t, store, f.Key); st != idem.StatusFailed {
+					t.Errorf("record of %s is %s, want FAILED (released)", f.Key, st)
 				}
 			}
 			if calls, _, _, _ := client.snapshot(); len(calls) != tt.wantCalls {
@@ -343,7 +352,7 @@ func TestHandleWaitsForSends(t *testing.T) {
 		wantSent   int
 		wantReason string
 	}{
-		{"call in flight past the effect's deadline", map[string]string{"IDEM_LEASE": "300ms", "IDEM_SAFETY_MARGIN": "50ms"},
+		{"call in flight past the effect's deadline", map[string]string{consumer.EnvLease: "300ms", consumer.EnvSafetyMargin: "50ms"},
 			200 * time.Millisecond, 0, ErrSendUnknown.Error()},
 		{"call finishes in time", nil, 200 * time.Millisecond, 1, ""},
 	}
@@ -358,13 +367,17 @@ func TestHandleWaitsForSends(t *testing.T) {
 				out    Output
 				active int
 			}
-			finished := make(chan done)
+			finished := make(chan done, 1)
 			go func() {
-				out, _ := p.Handle(context.Background(), orders("a"))
+				out, _ := p.Handle(context.Background(), messages("a"))
 				_, _, _, active := client.snapshot()
 				finished <- done{out, active}
 			}()
-			<-client.started
+			select {
+			case <-client.started:
+			case <-time.After(waitLimit):
+				t.Fatal("no SendMessageBatch call started")
+			}
 			if tt.wantSent == 0 {
 				// Wait for the order to give up: its record is released.
 				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -382,7 +395,12 @@ func TestHandleWaitsForSends(t *testing.T) {
 			case <-time.After(tt.hold):
 			}
 			close(client.release)
-			d := <-finished
+			var d done
+			select {
+			case d = <-finished:
+			case <-time.After(waitLimit):
+				t.Fatal("Handle did not return after the call was released")
+			}
 			if d.active != 0 {
 				t.Errorf("%d calls still running when Handle returned", d.active)
 			}

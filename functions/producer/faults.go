@@ -1,81 +1,67 @@
+//go:build sqsidem_faults
+
 package main
 
-// Fault injection for the integration suite: wrappers around the
-// producer's clients, put there by the one line of main.go marked FAULTS.
-// Nothing else calls into this file, and it reads its FAULT_* variables
-// itself. Everything is inert unless a FAULT_* variable is set; the stack
-// sets none, and with none set the clients are not wrapped at all.
-//
-// A fork deletes this file and the line marked FAULTS in main.go.
+// The fault switches of the integration suite (contract.EnvFault*),
+// compiled only with the build tag sqsidem_faults: wrappers around the
+// producer's clients. Everything is inert unless a FAULT_* variable is
+// set.
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // ErrInjected is the error of an injected fault.
 var ErrInjected = errors.New("producer: injected fault")
 
-// Faults are the fault switches.
-type Faults struct {
-	// FailSend (FAULT_FAIL_SEND=true): every SendMessageBatch call fails.
-	// A failed call is not retried by the producer (the SDK retries calls),
-	// so each order fails after one call and its record is released.
-	FailSend bool
-	// FailSendKeys (FAULT_FAIL_SEND_KEYS, comma-separated order ids): these
-	// entries come back as failed entries of an otherwise successful batch,
-	// not the sender's fault, so they are retried SEND_ATTEMPTS times.
-	FailSendKeys []string
-	// FailPostSendUpdate (FAULT_FAIL_POST_SEND_UPDATE=true): writing the
-	// receipt after a successful send fails. The record stays IN_PROGRESS,
-	// so its lease keeps re-sends out until it expires; after that a re-run
-	// sends the order again, and the consumer, keyed by the same order id,
-	// treats the copy as a duplicate: no double effect.
-	FailPostSendUpdate bool
+// faults are the switches.
+type faults struct {
+	// failSend: every SendMessageBatch call fails. A failed call is not
+	// retried by the producer (the SDK retries calls), so each message
+	// fails after one call and its record is released.
+	failSend bool
+	// failSendKeys: these entries come back as failed entries of an
+	// otherwise successful batch, not the sender's fault, so they are
+	// retried SEND_ATTEMPTS times.
+	failSendKeys []string
+	// failPostSendUpdate: writing the receipt after a successful send
+	// fails. The record stays IN_PROGRESS, so its lease keeps re-sends
+	// out until it expires; after that a re-run sends the message again,
+	// and the consumer, keyed by the same key, treats the copy as a
+	// duplicate: no double effect.
+	failPostSendUpdate bool
 }
 
-// withFaults is main's one line of fault wiring: store and client wrapped in
-// the switches of the environment. Only the integration suite sets them, so
-// a bad one stops the process, as a bad configuration does.
-func withFaults(store idem.Store, client SQS) (idem.Store, SQS) {
-	f, err := loadFaults(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	return f.wrap(store, client)
-}
-
-// loadFaults reads the switches with getenv. The error is an
-// *envconfig.Error naming every bad variable.
-func loadFaults(getenv func(string) string) (Faults, error) {
-	e := envconfig.NewReader(getenv)
-	f := Faults{
-		FailSend:           e.Bool("FAULT_FAIL_SEND"),
-		FailSendKeys:       e.List("FAULT_FAIL_SEND_KEYS"),
-		FailPostSendUpdate: e.Bool("FAULT_FAIL_POST_SEND_UPDATE"),
+// loadFaults reads the switches; the error is a *consumer.ConfigError
+// naming every bad one.
+func loadFaults(getenv func(string) string) (faults, error) {
+	e := consumer.NewEnv(getenv)
+	f := faults{
+		failSend:           e.Bool(contract.EnvFaultFailSend),
+		failSendKeys:       e.List(contract.EnvFaultFailSendKeys),
+		failPostSendUpdate: e.Bool(contract.EnvFaultFailPostSendUpdate),
 	}
 	return f, e.Err("producer faults")
 }
 
 // wrap puts the switched-on faults between the producer and its clients;
 // a client without a switch on is returned as it is.
-func (f Faults) wrap(store idem.Store, client SQS) (idem.Store, SQS) {
-	if f.FailPostSendUpdate {
+func (f faults) wrap(store idem.Store, client SQS) (idem.Store, SQS) {
+	if f.failPostSendUpdate {
 		store = failingComplete{store}
 	}
-	if f.FailSend || len(f.FailSendKeys) > 0 {
-		client = failingSQS{SQS: client, all: f.FailSend, keys: f.FailSendKeys}
+	if f.failSend || len(f.failSendKeys) > 0 {
+		client = failingSQS{SQS: client, all: f.failSend, keys: f.failSendKeys}
 	}
 	return store, client
 }
@@ -101,7 +87,7 @@ func (f failingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 	pass := *in
 	pass.Entries = nil
 	for _, e := range in.Entries {
-		if slices.Contains(f.keys, aws.ToString(e.MessageAttributes[OrderIDAttribute].StringValue)) {
+		if slices.Contains(f.keys, aws.ToString(e.MessageAttributes[keyAttribute].StringValue)) {
 			failed = append(failed, types.BatchResultErrorEntry{
 				Id: e.Id, Code: aws.String("InjectedFault"), Message: aws.String(ErrInjected.Error()),
 			})

@@ -1,6 +1,6 @@
-package main
+//go:build sqsidem_faults
 
-// Tests of faults.go; a fork deletes this file with it.
+package main
 
 import (
 	"errors"
@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/sqsidem/functions/internal/envconfig"
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
@@ -28,16 +29,16 @@ func newFaultProducer(t *testing.T, store idem.Store, client SQS, env map[string
 }
 
 func TestLoadFaults(t *testing.T) {
-	env := map[string]string{"FAULT_FAIL_SEND_KEYS": "a,b", "FAULT_FAIL_POST_SEND_UPDATE": "1"}
+	env := map[string]string{contract.EnvFaultFailSendKeys: "a,b", contract.EnvFaultFailPostSendUpdate: "1"}
 	f, err := loadFaults(func(k string) string { return env[k] })
-	want := Faults{FailSendKeys: []string{"a", "b"}, FailPostSendUpdate: true}
+	want := faults{failSendKeys: []string{"a", "b"}, failPostSendUpdate: true}
 	if err != nil || !reflect.DeepEqual(f, want) {
 		t.Errorf("faults = %+v, %v\nwant %+v", f, err, want)
 	}
-	env = map[string]string{"FAULT_FAIL_SEND": "sometimes", "FAULT_FAIL_POST_SEND_UPDATE": "x"}
+	env = map[string]string{contract.EnvFaultFailSend: "sometimes", contract.EnvFaultFailPostSendUpdate: "x"}
 	_, err = loadFaults(func(k string) string { return env[k] })
-	var cerr *envconfig.Error
-	if !errors.As(err, &cerr) || !slices.Equal(cerr.Vars(), []string{"FAULT_FAIL_POST_SEND_UPDATE", "FAULT_FAIL_SEND"}) {
+	var cerr *consumer.ConfigError
+	if !errors.As(err, &cerr) || !slices.Equal(cerr.Vars(), []string{contract.EnvFaultFailPostSendUpdate, contract.EnvFaultFailSend}) {
 		t.Errorf("err = %v, want a problem with each variable", err)
 	}
 }
@@ -45,15 +46,15 @@ func TestLoadFaults(t *testing.T) {
 // TestNoSwitchNoWrapper: with no switch on, the clients are not wrapped.
 func TestNoSwitchNoWrapper(t *testing.T) {
 	store, client := idemtest.NewMemoryStore(), &fakeSQS{}
-	if s, c := (Faults{}).wrap(store, client); s != idem.Store(store) || c != SQS(client) {
+	if s, c := (faults{}).wrap(store, client); s != idem.Store(store) || c != SQS(client) {
 		t.Errorf("wrap = %T, %T; want the clients themselves", s, c)
 	}
 }
 
 func TestFaultSwitches(t *testing.T) {
-	t.Run("FAULT_FAIL_SEND", func(t *testing.T) {
+	t.Run("fail send", func(t *testing.T) {
 		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
-		out := run(t, newFaultProducer(t, store, client, map[string]string{"FAULT_FAIL_SEND": "true"}), orders("a", "b"))
+		out := run(t, newFaultProducer(t, store, client, map[string]string{contract.EnvFaultFailSend: "true"}), messages("a", "b"))
 		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, ErrInjected.Error()) {
 			t.Errorf("out = %+v, want 2 injected failures", out)
 		}
@@ -61,14 +62,14 @@ func TestFaultSwitches(t *testing.T) {
 			t.Errorf("the real client was called %d times", len(calls))
 		}
 		// Released: a run without the fault sends both.
-		if out := run(t, newProducer(t, store, client, nil), orders("a", "b")); out.Sent != 2 {
+		if out := run(t, newProducer(t, store, client, nil), messages("a", "b")); out.Sent != 2 {
 			t.Errorf("after the fault: %+v, want 2 sent", out)
 		}
 	})
-	t.Run("FAULT_FAIL_SEND_KEYS", func(t *testing.T) {
+	t.Run("fail send keys", func(t *testing.T) {
 		client := &fakeSQS{}
-		out := run(t, newFaultProducer(t, idemtest.NewMemoryStore(), client, map[string]string{"FAULT_FAIL_SEND_KEYS": "b, c"}),
-			orders("a", "b", "c", "d"))
+		out := run(t, newFaultProducer(t, idemtest.NewMemoryStore(), client, map[string]string{contract.EnvFaultFailSendKeys: "b, c"}),
+			messages("a", "b", "c", "d"))
 		if out.Sent != 2 || out.Failed != 2 {
 			t.Errorf("out = %+v, want a and d sent, b and c failed", out)
 		}
@@ -76,28 +77,34 @@ func TestFaultSwitches(t *testing.T) {
 			t.Errorf("received %v", received)
 		}
 	})
-	t.Run("FAULT_FAIL_POST_SEND_UPDATE", func(t *testing.T) {
+	t.Run("fail post-send update", func(t *testing.T) {
 		store, client := idemtest.NewMemoryStore(), &fakeSQS{}
 		env := map[string]string{
-			"FAULT_FAIL_POST_SEND_UPDATE": "true", "IDEM_LEASE": "300ms", "IDEM_SAFETY_MARGIN": "50ms",
+			contract.EnvFaultFailPostSendUpdate: "true", consumer.EnvLease: "300ms", consumer.EnvSafetyMargin: "50ms",
 		}
 		p := newFaultProducer(t, store, client, env)
-		out := run(t, p, orders("a", "b"))
+		out := run(t, p, messages("a", "b"))
 		if out.Failed != 2 || !strings.Contains(out.Failures[0].Reason, "receipt was not written") {
 			t.Errorf("out = %+v, want 2 sent-but-not-recorded failures", out)
 		}
-		// No re-send storm: while the lease lives, a re-run sends nothing.
-		if out := run(t, p, orders("a", "b")); out.InProgress != 2 {
-			t.Errorf("re-run = %+v, want 2 in progress", out)
+		// No re-send storm: another run while the lease lives sends
+		// nothing; this process owes the receipts and never sends again.
+		other := newFaultProducer(t, store, client, env)
+		if out := run(t, other, messages("a", "b")); out.InProgress != 2 {
+			t.Errorf("another process's re-run = %+v, want 2 in progress", out)
+		}
+		time.Sleep(350 * time.Millisecond)
+		if out := run(t, p, messages("a", "b")); out.Sent != 0 || out.Failed != 2 {
+			t.Errorf("this process's re-run after the lease = %+v, want the receipts still owed, nothing sent", out)
 		}
 		if _, received := client.stats(); received["a"] != 1 || received["b"] != 1 {
 			t.Errorf("received %v, want each once", received)
 		}
-		// After the lease a re-run sends again; the consumer dedups by order id.
-		time.Sleep(350 * time.Millisecond)
-		run(t, p, orders("a", "b"))
+		// After the lease another process sends again (it cannot know the
+		// first send happened); the consumer dedups by key.
+		run(t, other, messages("a", "b"))
 		if _, received := client.stats(); received["a"] != 2 {
-			t.Errorf("received %v, want a re-send after the lease expired", received)
+			t.Errorf("received %v, want a re-send by another process after the lease expired", received)
 		}
 	})
 }

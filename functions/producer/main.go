@@ -1,10 +1,11 @@
-// Command producer is the Lambda function that publishes orders to the
-// queue without sending one twice. main only wires configuration and
-// clients; the logic is in producer.go.
+// Command producer is the Lambda function that publishes messages to the
+// queue without sending one twice, each keyed by its contract.KeyField.
+// main only wires configuration and clients; the logic is in producer.go.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,7 +22,8 @@ import (
 
 func main() {
 	cfg, err := contract.LoadProducer(os.Getenv)
-	if err != nil {
+	faults, ferr := loadFaults(os.Getenv)
+	if err := errors.Join(err, ferr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -32,7 +34,7 @@ func main() {
 		log.Error("aws configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	receipts, err := dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.IdemTable)
+	receipts, err := dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
 	if err != nil {
 		log.Error("idempotency store", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -41,7 +43,7 @@ func main() {
 		store idem.Store = receipts
 		queue SQS        = sqs.NewFromConfig(awsCfg)
 	)
-	store, queue = withFaults(store, queue) // FAULTS: test-only switches (faults.go); a fork deletes this line and faults.go
+	store, queue = faults.wrap(store, queue)
 	p, err := NewProducer(cfg, store, queue, log)
 	if err != nil {
 		log.Error("producer", slog.String("error", err.Error()))

@@ -19,25 +19,34 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
+
+// waitLimit bounds every wait of these tests: a test that would block
+// fails instead, saying what it waited for.
+const waitLimit = 30 * time.Second
 
 // fakeSQS accepts messages, except the entries it is told to fail.
 type fakeSQS struct {
 	mu       sync.Mutex
 	calls    []int          // entries per call
-	received map[string]int // order id → messages accepted
+	received map[string]int // key → messages accepted
 	bodies   map[string]string
-	failLeft map[string]int // order id → entries still to fail
+	failLeft map[string]int // key → entries still to fail
 	sender   map[string]bool
-	gate     chan struct{} // when set, calls wait for it to close
+	gate     chan struct{} // when set, calls wait for it to close (or waitLimit)
 }
 
 var _ SQS = (*fakeSQS)(nil)
 
 func (f *fakeSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	if f.gate != nil {
-		<-f.gate
+		select {
+		case <-f.gate:
+		case <-time.After(waitLimit):
+			return nil, errors.New("fakeSQS: gate never opened")
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -50,10 +59,10 @@ func (f *fakeSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatch
 	}
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
-		attr := e.MessageAttributes[OrderIDAttribute]
+		attr := e.MessageAttributes[keyAttribute]
 		id := aws.ToString(attr.StringValue)
 		if aws.ToString(attr.DataType) != "String" || id == "" {
-			return nil, errors.New("entry without the orderId attribute")
+			return nil, errors.New("entry without the key attribute")
 		}
 		if f.sender[id] || f.failLeft[id] > 0 {
 			f.failLeft[id]--
@@ -85,7 +94,7 @@ func (f *fakeSQS) stats() (calls []int, received map[string]int) {
 // with extra added to a minimal environment.
 func newProducer(t *testing.T, store idem.Store, client SQS, extra map[string]string) *Producer {
 	t.Helper()
-	env := map[string]string{contract.EnvIdemTable: "idem", contract.EnvQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/orders"}
+	env := map[string]string{consumer.EnvTable: "idem", contract.EnvQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/orders"}
 	maps.Copy(env, extra)
 	cfg, err := contract.LoadProducer(func(k string) string { return env[k] })
 	if err != nil {
@@ -100,10 +109,11 @@ func newProducer(t *testing.T, store idem.Store, client SQS, extra map[string]st
 	return p
 }
 
-func orders(ids ...string) Input {
+// messages is the input of one message per key.
+func messages(keys ...string) Input {
 	var in Input
-	for _, id := range ids {
-		in.Orders = append(in.Orders, json.RawMessage(fmt.Sprintf(`{"orderId": %q, "customer": "c", "amountCents": 100}`, id)))
+	for _, k := range keys {
+		in.Messages = append(in.Messages, json.RawMessage(fmt.Sprintf(`{%q: %q, "customer": "c", "amountCents": 100}`, contract.KeyField, k)))
 	}
 	return in
 }
@@ -128,7 +138,7 @@ func run(t *testing.T, p *Producer, in Input) Output {
 func TestSendBatchesAndRerun(t *testing.T) {
 	store, client := idemtest.NewMemoryStore(), &fakeSQS{}
 	p := newProducer(t, store, client, nil)
-	in := orders(ids("o-", 25)...)
+	in := messages(ids("o-", 25)...)
 
 	out := run(t, p, in)
 	if out.Sent != 25 || out.Failed != 0 || len(out.Failures) != 0 {
@@ -144,7 +154,7 @@ func TestSendBatchesAndRerun(t *testing.T) {
 		}
 	}
 	var body map[string]any
-	if err := json.Unmarshal([]byte(client.bodies["o-7"]), &body); err != nil || body["orderId"] != "o-7" ||
+	if err := json.Unmarshal([]byte(client.bodies["o-7"]), &body); err != nil || body[contract.KeyField] != "o-7" ||
 		strings.Contains(client.bodies["o-7"], " ") {
 		t.Errorf("body %q, want the compact order", client.bodies["o-7"])
 	}
@@ -152,7 +162,7 @@ func TestSendBatchesAndRerun(t *testing.T) {
 	// A re-triggered producer, with the input formatted differently.
 	in2 := Input{}
 	for _, id := range ids("o-", 25) {
-		in2.Orders = append(in2.Orders, json.RawMessage(fmt.Sprintf("{\n  \"orderId\":%q,\"customer\":\"c\",\n \"amountCents\":100}", id)))
+		in2.Messages = append(in2.Messages, json.RawMessage(fmt.Sprintf("{\n  %q:%q,\"customer\":\"c\",\n \"amountCents\":100}", contract.KeyField, id)))
 	}
 	out = run(t, p, in2)
 	if out.Duplicates != 25 || out.Sent != 0 {
@@ -166,15 +176,15 @@ func TestSendBatchesAndRerun(t *testing.T) {
 func TestConcurrentRunsInProgress(t *testing.T) {
 	store, client := idemtest.NewMemoryStore(), &fakeSQS{gate: make(chan struct{})}
 	p := newProducer(t, store, client, nil)
-	in := orders("a", "b", "c")
-	first := make(chan Output)
+	in := messages("a", "b", "c")
+	first := make(chan Output, 1)
 	go func() {
 		out, _ := p.Handle(context.Background(), in) // no t.Fatal off the test goroutine
 		first <- out
 	}()
 
 	// Wait until the first run holds the three records.
-	g, _ := idem.New(store, "producer")
+	g, _ := idem.New(store, contract.ProducerNamespace)
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		rec, ok, _ := store.Get(context.Background(), g.StorageKey("c"))
 		if ok && rec.Status == idem.StatusInProgress {
@@ -190,8 +200,13 @@ func TestConcurrentRunsInProgress(t *testing.T) {
 		t.Errorf("second run = %+v, want 3 in progress", second)
 	}
 	close(client.gate)
-	if out := <-first; out.Sent != 3 {
-		t.Errorf("first run = %+v, want 3 sent", out)
+	select {
+	case out := <-first:
+		if out.Sent != 3 {
+			t.Errorf("first run = %+v, want 3 sent", out)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the first run did not return after the gate opened")
 	}
 }
 
@@ -202,12 +217,12 @@ func TestPartialBatchFailure(t *testing.T) {
 		sender:   map[string]bool{"invalid": true},
 	}
 	p := newProducer(t, store, client, nil)
-	out := run(t, p, orders("ok-1", "flaky", "down", "invalid", "ok-2"))
+	out := run(t, p, messages("ok-1", "flaky", "down", "invalid", "ok-2"))
 	if out.Sent != 3 || out.Failed != 2 {
 		t.Fatalf("out = %+v, want 3 sent (flaky retried) and 2 failed", out)
 	}
 	for _, f := range out.Failures {
-		if f.OrderID != "down" && f.OrderID != "invalid" || !strings.Contains(f.Reason, ErrSend.Error()) {
+		if f.Key != "down" && f.Key != "invalid" || !strings.Contains(f.Reason, ErrSend.Error()) {
 			t.Errorf("failure %+v", f)
 		}
 	}
@@ -223,35 +238,35 @@ func TestPartialBatchFailure(t *testing.T) {
 	}
 
 	// The failed orders were released: the next run sends them, and only them.
-	g, _ := idem.New(store, "producer")
+	g, _ := idem.New(store, contract.ProducerNamespace)
 	if rec, _, _ := store.Get(context.Background(), g.StorageKey("down")); rec.Status != idem.StatusFailed {
 		t.Errorf("record of a failed send is %s, want FAILED", rec.Status)
 	}
 	client.mu.Lock()
 	client.failLeft, client.sender = nil, nil
 	client.mu.Unlock()
-	out = run(t, p, orders("ok-1", "flaky", "down", "invalid", "ok-2"))
+	out = run(t, p, messages("ok-1", "flaky", "down", "invalid", "ok-2"))
 	if out.Sent != 2 || out.Duplicates != 3 {
 		t.Errorf("second run = %+v, want the 2 failed sent, 3 duplicates", out)
 	}
 }
 
-func TestBadOrders(t *testing.T) {
+func TestBadMessages(t *testing.T) {
 	client := &fakeSQS{}
 	p := newProducer(t, idemtest.NewMemoryStore(), client, nil)
-	in := Input{Orders: []json.RawMessage{
-		json.RawMessage(`{"customer": "no id"}`),
-		json.RawMessage(`{"orderId": 42}`),
+	in := Input{Messages: []json.RawMessage{
+		json.RawMessage(`{"customer": "no key"}`),
+		json.RawMessage(fmt.Sprintf(`{%q: true}`, contract.KeyField)),
 		json.RawMessage(`"just a string"`),
-		json.RawMessage(`{"orderId": "good"}`),
+		json.RawMessage(fmt.Sprintf(`{%q: "good"}`, contract.KeyField)),
 	}}
 	out := run(t, p, in)
 	if out.Sent != 1 || out.Failed != 3 {
 		t.Errorf("out = %+v, want 1 sent, 3 failed", out)
 	}
 	for _, f := range out.Failures {
-		if !strings.Contains(f.Reason, ErrBadOrder.Error()) {
-			t.Errorf("failure %+v, want a bad order", f)
+		if !strings.Contains(f.Reason, ErrBadMessage.Error()) {
+			t.Errorf("failure %+v, want a bad message", f)
 		}
 	}
 	if out := run(t, p, Input{}); out.Sent+out.Failed != 0 || out.Failures == nil {
@@ -261,11 +276,11 @@ func TestBadOrders(t *testing.T) {
 
 func TestFIFOQueue(t *testing.T) {
 	client := &recordingSQS{}
-	p := newProducer(t, idemtest.NewMemoryStore(), client, map[string]string{"QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"})
-	run(t, p, orders("a"))
+	p := newProducer(t, idemtest.NewMemoryStore(), client, map[string]string{contract.EnvQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"})
+	run(t, p, messages("a"))
 	e := client.in.Entries[0]
 	if aws.ToString(e.MessageGroupId) != "a" || aws.ToString(e.MessageDeduplicationId) != "a" {
-		t.Errorf("entry %+v, want group and deduplication id = order id", e)
+		t.Errorf("entry %+v, want group and deduplication id = key", e)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // Store errors alarm when they occur in storeErrorDatapoints of
@@ -26,17 +26,17 @@ const (
 	storeErrorPeriods    = 5
 )
 
-// OutcomeMetric is one of the consumer's outcome counts (contract.Metric*),
+// OutcomeMetric is one of the consumer's outcome counts (consumer.Metric*),
 // as the consumer emits them in Embedded Metric Format: namespace
-// contract.MetricNamespace, dimensions FunctionName and Namespace, summed
+// consumer.MetricNamespace, dimensions FunctionName and Namespace, summed
 // per minute.
 func (c *Consumer) OutcomeMetric(name string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(contract.MetricNamespace),
+		Namespace:  jsii.String(consumer.MetricNamespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
-			contract.DimensionFunctionName: c.Function.FunctionName(),
-			contract.DimensionNamespace:    jsii.String(c.Config.Namespace),
+			consumer.DimensionFunctionName: c.Function.FunctionName(),
+			consumer.DimensionNamespace:    jsii.String(c.Config.Namespace),
 		},
 		Statistic: jsii.String("Sum"),
 		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
@@ -76,12 +76,12 @@ func (c *Consumer) addAlarms() {
 	alarm("AlarmConsumerErrors", "The consumer function crashed or timed out.",
 		c.Function.MetricErrors(opts("Sum")), 0, 1, 1)
 	alarm("AlarmLeaseLost", "An effect outlived its lease and another attempt took the key over (LeaseLost): the effect may have run twice. Raise FunctionTimeout or make the effect faster.",
-		c.OutcomeMetric(contract.MetricLeaseLost), 0, 1, 1)
+		c.OutcomeMetric(consumer.MetricLeaseLost), 0, 1, 1)
 	alarm("AlarmUnconfirmed", "An effect ran but its receipt could not be written before the lease ended (Unconfirmed): the next delivery may run it again.",
-		c.OutcomeMetric(contract.MetricUnconfirmed), 0, 1, 1)
+		c.OutcomeMetric(consumer.MetricUnconfirmed), 0, 1, 1)
 	alarm("AlarmStoreErrors",
 		fmt.Sprintf("The receipt store failed in %d of %d minutes (StoreError): messages are retried and move towards the DLQ without their effect running.", storeErrorDatapoints, storeErrorPeriods),
-		c.OutcomeMetric(contract.MetricStoreError), 0, storeErrorDatapoints, storeErrorPeriods)
+		c.OutcomeMetric(consumer.MetricStoreError), 0, storeErrorDatapoints, storeErrorPeriods)
 
 	if cfg.AlarmTopicARN == "" {
 		return

@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
 	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // emfDimensions are those the consumer writes: its function name (a Ref to
@@ -26,13 +26,13 @@ func emfDimensions(tpl cdktest.Template, t *testing.T, namespace string) []any {
 		t.Fatal("no consumer function")
 	}
 	return []any{
-		map[string]any{"Name": contract.DimensionFunctionName, "Value": map[string]any{"Ref": fnID}},
-		map[string]any{"Name": contract.DimensionNamespace, "Value": namespace},
+		map[string]any{"Name": consumer.DimensionFunctionName, "Value": map[string]any{"Ref": fnID}},
+		map[string]any{"Name": consumer.DimensionNamespace, "Value": namespace},
 	}
 }
 
 func TestAlarms(t *testing.T) {
-	c, tpl := consumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
+	c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
 	if len(c.Alarms) != 6 {
 		t.Errorf("Consumer.Alarms has %d, want 6", len(c.Alarms))
 	}
@@ -52,15 +52,15 @@ func TestAlarms(t *testing.T) {
 		})
 		// Any LeaseLost or Unconfirmed: the effect may have run twice or
 		// may run again.
-		for _, m := range []string{contract.MetricLeaseLost, contract.MetricUnconfirmed} {
+		for _, m := range []string{consumer.MetricLeaseLost, consumer.MetricUnconfirmed} {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-				"Namespace": contract.MetricNamespace, "MetricName": m, "Dimensions": dims,
+				"Namespace": consumer.MetricNamespace, "MetricName": m, "Dimensions": dims,
 				"Statistic": "Sum", "Threshold": 0, "EvaluationPeriods": 1,
 			})
 		}
 		// Store errors: sustained, 3 of 5 minutes.
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-			"Namespace": contract.MetricNamespace, "MetricName": contract.MetricStoreError, "Dimensions": dims,
+			"Namespace": consumer.MetricNamespace, "MetricName": consumer.MetricStoreError, "Dimensions": dims,
 			"Statistic": "Sum", "Threshold": 0, "EvaluationPeriods": 5, "DatapointsToAlarm": 3,
 		})
 	})
@@ -76,7 +76,7 @@ func TestAlarms(t *testing.T) {
 // topic of the same app) is accepted as is.
 func TestAlarmTopic(t *testing.T) {
 	arn := "arn:aws:sns:eu-west-1:123456789012:alarms"
-	_, tpl := consumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{AlarmTopicARN: arn}})
+	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{AlarmTopicARN: arn}})
 	alarms := tpl.ByType("AWS::CloudWatch::Alarm")
 	if len(alarms) != 6 {
 		t.Fatalf("want 6 alarms, got %d", len(alarms))

@@ -3,6 +3,7 @@ package exactlyonce
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // visibilityMultiplier is the AWS guidance for SQS event sources: the queue's
@@ -59,11 +61,16 @@ type Config struct {
 	// SafetyMargin is subtracted from the invocation deadline when the
 	// library sizes its lease, so a lease never outlives the invocation.
 	SafetyMargin time.Duration
-	// Mode is contract.ModeLease or contract.ModeTransactional.
+	// Mode is consumer.ModeLease or consumer.ModeTransactional (IDEM_MODE).
 	Mode string
 	// Namespace is the consumer's idem namespace (IDEM_NAMESPACE, metrics
 	// dimension). Another function sharing the receipt table needs its own.
 	Namespace string
+	// Key is the business key: the message attribute, else the body's
+	// top-level JSON field, that identifies an effect (IDEM_KEY, read by
+	// consumer.KeyField, and a stack output). Empty: the function's effect
+	// brings its own key function.
+	Key string
 	// AlarmTopicARN is an optional existing SNS topic every alarm notifies;
 	// empty means the alarms have no actions.
 	AlarmTopicARN string
@@ -86,9 +93,9 @@ func DefaultConfig() Config {
 		BatchSize:        10,
 		MaxConcurrency:   5,
 		MemoryMB:         256,
-		SafetyMargin:     3 * time.Second,
-		Mode:             contract.DefaultMode,
-		Namespace:        contract.ConsumerNamespace,
+		SafetyMargin:     consumer.DefaultSafetyMargin,
+		Mode:             consumer.DefaultMode,
+		Namespace:        consumer.DefaultNamespace,
 		RemovalPolicy:    awscdk.RemovalPolicy_RETAIN,
 		LogRetention:     awslogs.RetentionDays_ONE_MONTH,
 	}
@@ -193,12 +200,15 @@ func (c Config) Validate() error {
 	if c.ReceiptRetention < c.QueueRetention {
 		bad("ReceiptRetention (%s) must be >= QueueRetention (%s): a receipt must outlive every redelivery", c.ReceiptRetention, c.QueueRetention)
 	}
-	if !contract.ValidMode(c.Mode) {
-		bad("Mode must be %q or %q, got %q", contract.ModeLease, contract.ModeTransactional, c.Mode)
+	if !slices.Contains(consumer.Modes(), c.Mode) {
+		bad("Mode must be one of %v, got %q", consumer.Modes(), c.Mode)
 	}
-	if c.Namespace == "" || strings.Contains(c.Namespace, "#") {
+	if c.Namespace == "" || strings.Contains(c.Namespace, idem.KeySeparator) || len(c.Namespace) > idem.MaxNamespaceLen {
 		// Receipts are keyed namespace#hash(key).
-		bad("Namespace must be non-empty and without '#', got %q", c.Namespace)
+		bad("Namespace must be non-empty, without %q and at most %d bytes, got %q", idem.KeySeparator, idem.MaxNamespaceLen, c.Namespace)
+	}
+	if strings.TrimSpace(c.Key) != c.Key {
+		bad("Key must not start or end with white space, got %q", c.Key)
 	}
 	if c.AlarmTopicARN != "" && !isToken(c.AlarmTopicARN) && !isSNSTopicARN(c.AlarmTopicARN) {
 		bad("AlarmTopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", c.AlarmTopicARN)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default", func(*exactlyonce.Config) {}, ""},
 		{"45s timeout", func(c *exactlyonce.Config) { c.FunctionTimeout = 45 * time.Second }, ""},
-		{"transactional", func(c *exactlyonce.Config) { c.Mode = contract.ModeTransactional }, ""},
+		{"transactional", func(c *exactlyonce.Config) { c.Mode = consumer.ModeTransactional }, ""},
 		{"zero timeout", func(c *exactlyonce.Config) { c.FunctionTimeout = 0 }, "FunctionTimeout must be positive"},
 		{"fractional timeout", func(c *exactlyonce.Config) { c.FunctionTimeout = 1500 * time.Millisecond }, "whole seconds"},
 		{"timeout over 15m", func(c *exactlyonce.Config) { c.FunctionTimeout = 16 * time.Minute }, "at most 15m"},
@@ -73,7 +73,7 @@ func TestValidate(t *testing.T) {
 		{"many retries outlast retention", func(c *exactlyonce.Config) { c.MaxReceiveCount, c.FunctionTimeout = 1000, time.Minute }, "MaxReceiveCount x VisibilityTimeout (1000 x 6m0s)"},
 		{"mode", func(c *exactlyonce.Config) { c.Mode = "at-least-once" }, "Mode must be"},
 		{"namespace empty", func(c *exactlyonce.Config) { c.Namespace = "" }, "Namespace must be non-empty"},
-		{"namespace with separator", func(c *exactlyonce.Config) { c.Namespace = "a#b" }, "without '#'"},
+		{"namespace with separator", func(c *exactlyonce.Config) { c.Namespace = "a#b" }, `without "#"`},
 		{"namespace other", func(c *exactlyonce.Config) { c.Namespace = "gift-cards" }, ""},
 		{"removal", func(c *exactlyonce.Config) { c.RemovalPolicy = "" }, "RemovalPolicy"},
 		{"log retention", func(c *exactlyonce.Config) { c.LogRetention = "" }, "LogRetention"},

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
@@ -27,14 +27,15 @@ type ConsumerProps struct {
 	// Config tunes the consumer; a zero field takes DefaultConfig's value.
 	Config
 	// Code is the consumer's bootstrap, a Go binary for provided.al2023 on
-	// arm64 that reads the environment named in functions/contract, e.g.
+	// arm64 whose main is consumer.Start (pkg/idem/consumer), which reads
+	// the environment this construct sets, e.g.
 	// awslambda.Code_FromAsset(jsii.String("build/consumer"), nil).
 	Code awslambda.Code
 	// Environment adds the effect's own variables (its tables, endpoints);
 	// values may be tokens, e.g. table.TableName(). It may not set those
-	// NewConsumer derives from Config and the receipt table (IDEM_TABLE,
-	// IDEM_NAMESPACE, IDEM_MODE, IDEM_RETENTION, IDEM_SAFETY_MARGIN,
-	// BATCH_CONCURRENCY); LOG_LEVEL defaults to INFO and may be set.
+	// NewConsumer derives from Config and the receipt table
+	// (derivedEnvironment); LOG_LEVEL defaults to INFO, and the runtime's
+	// other variables (LOG_BODIES, IDEM_LEASE, IDEM_CACHE_SIZE) may be set.
 	Environment map[string]*string
 	// Key, if set, encrypts the queues, the receipt table, the log group and
 	// the function's environment with this customer-managed key (see
@@ -97,6 +98,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	c.addFunction(props)
 	c.addAlarms()
 	c.addDashboard()
+	c.addOutputs(id)
 	return c
 }
 
@@ -150,16 +152,20 @@ func (c *Consumer) addReceipts() {
 
 func (c *Consumer) addFunction(props *ConsumerProps) {
 	cfg := c.Config
-	env := map[string]*string{contract.EnvLogLevel: jsii.String(contract.DefaultLogLevel)}
+	env := map[string]*string{consumer.EnvLogLevel: jsii.String(consumer.DefaultLogLevel)}
 	for k, v := range props.Environment {
 		env[k] = v
 	}
-	env[contract.EnvIdemTable] = c.Receipts.TableName()
-	env[contract.EnvNamespace] = jsii.String(cfg.Namespace)
-	env[contract.EnvMode] = jsii.String(cfg.Mode)
-	env[contract.EnvRetention] = jsii.String(cfg.ReceiptRetention.String())
-	env[contract.EnvSafetyMargin] = jsii.String(cfg.SafetyMargin.String())
-	env[contract.EnvBatchConcurrency] = jsii.String(strconv.Itoa(cfg.BatchSize))
+	env[consumer.EnvTable] = c.Receipts.TableName()
+	env[consumer.EnvNamespace] = jsii.String(cfg.Namespace)
+	env[consumer.EnvMode] = jsii.String(cfg.Mode)
+	env[consumer.EnvRetention] = jsii.String(cfg.ReceiptRetention.String())
+	env[consumer.EnvSafetyMargin] = jsii.String(cfg.SafetyMargin.String())
+	env[consumer.EnvBatchConcurrency] = jsii.String(strconv.Itoa(cfg.BatchSize))
+	env[consumer.EnvMaxReceiveCount] = jsii.String(strconv.Itoa(cfg.MaxReceiveCount))
+	if cfg.Key != "" {
+		env[consumer.EnvKey] = jsii.String(cfg.Key)
+	}
 
 	c.Function = NewFunction(c, "Consumer", &FunctionProps{
 		Code:                props.Code,
@@ -214,10 +220,10 @@ func (c *Consumer) ReceiptEnvironment(namespace string) map[string]*string {
 		panic(fmt.Sprintf("exactlyonce: namespace %q must be non-empty and differ from the consumer's (%q)", namespace, c.Config.Namespace))
 	}
 	return map[string]*string{
-		contract.EnvIdemTable:    c.Receipts.TableName(),
-		contract.EnvNamespace:    jsii.String(namespace),
-		contract.EnvRetention:    jsii.String(c.Config.ReceiptRetention.String()),
-		contract.EnvSafetyMargin: jsii.String(c.Config.SafetyMargin.String()),
+		consumer.EnvTable:        c.Receipts.TableName(),
+		consumer.EnvNamespace:    jsii.String(namespace),
+		consumer.EnvRetention:    jsii.String(c.Config.ReceiptRetention.String()),
+		consumer.EnvSafetyMargin: jsii.String(c.Config.SafetyMargin.String()),
 	}
 }
 
@@ -225,8 +231,8 @@ func (c *Consumer) ReceiptEnvironment(namespace string) map[string]*string {
 // Config and the receipt table; ConsumerProps.Environment may not set them.
 func derivedEnvironment() []string {
 	return []string{
-		contract.EnvIdemTable, contract.EnvNamespace, contract.EnvMode,
-		contract.EnvRetention, contract.EnvSafetyMargin, contract.EnvBatchConcurrency,
+		consumer.EnvTable, consumer.EnvNamespace, consumer.EnvMode, consumer.EnvKey, consumer.EnvRetention,
+		consumer.EnvSafetyMargin, consumer.EnvBatchConcurrency, consumer.EnvMaxReceiveCount,
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
 	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
@@ -23,8 +23,8 @@ func newStack() awscdk.Stack {
 	return awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Test"), nil)
 }
 
-// consumer synthesizes a stack holding one consumer "Orders".
-func consumer(t *testing.T, props exactlyonce.ConsumerProps) (*exactlyonce.Consumer, cdktest.Template) {
+// synthConsumer synthesizes a stack holding one consumer "Orders".
+func synthConsumer(t *testing.T, props exactlyonce.ConsumerProps) (*exactlyonce.Consumer, cdktest.Template) {
 	t.Helper()
 	stack := newStack()
 	if props.Code == nil {
@@ -39,11 +39,11 @@ func consumer(t *testing.T, props exactlyonce.ConsumerProps) (*exactlyonce.Consu
 func TestConsumerFollowsConfig(t *testing.T) {
 	custom := exactlyonce.Config{
 		FunctionTimeout: 45 * time.Second, MaxReceiveCount: 7, MaxConcurrency: 2, BatchSize: 4,
-		Mode: contract.ModeTransactional, Namespace: "gift-cards", RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		Mode: consumer.ModeTransactional, Namespace: "gift-cards", RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	}
 	for name, in := range map[string]exactlyonce.Config{"zero (defaults)": {}, "custom": custom} {
 		t.Run(name, func(t *testing.T) {
-			c, tpl := consumer(t, exactlyonce.ConsumerProps{Config: in})
+			c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: in})
 			cfg := in.WithDefaults()
 			if c.Config != cfg {
 				t.Errorf("Consumer.Config = %+v, want %+v", c.Config, cfg)
@@ -120,9 +120,10 @@ func TestConsumerFollowsConfig(t *testing.T) {
 				})
 			})
 			wantEnv(t, fn, map[string]string{
-				contract.EnvIdemTable: "", contract.EnvNamespace: cfg.Namespace, contract.EnvMode: cfg.Mode,
-				contract.EnvRetention: cfg.ReceiptRetention.String(), contract.EnvSafetyMargin: cfg.SafetyMargin.String(),
-				contract.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), contract.EnvLogLevel: "INFO",
+				consumer.EnvTable: "", consumer.EnvNamespace: cfg.Namespace, consumer.EnvMode: cfg.Mode,
+				consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(),
+				consumer.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), consumer.EnvMaxReceiveCount: fmt.Sprint(cfg.MaxReceiveCount),
+				consumer.EnvLogLevel: "INFO",
 			})
 		})
 	}
@@ -150,11 +151,11 @@ func wantEnv(t *testing.T, fn map[string]any, want map[string]string) {
 }
 
 func TestEnvironment(t *testing.T) {
-	_, tpl := consumer(t, exactlyonce.ConsumerProps{Environment: map[string]*string{
-		"PAYMENTS_TABLE": jsii.String("payments"), contract.EnvLogLevel: jsii.String("DEBUG"),
+	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Environment: map[string]*string{
+		"PAYMENTS_TABLE": jsii.String("payments"), consumer.EnvLogLevel: jsii.String("DEBUG"),
 	}})
 	vars := cdktest.Env(tpl.One(t, "AWS::Lambda::Function", "OrdersConsumer"))
-	if vars["PAYMENTS_TABLE"] != "payments" || vars[contract.EnvLogLevel] != "DEBUG" || vars[contract.EnvMode] != contract.ModeLease {
+	if vars["PAYMENTS_TABLE"] != "payments" || vars[consumer.EnvLogLevel] != "DEBUG" || vars[consumer.EnvMode] != consumer.ModeLease {
 		t.Errorf("env = %v, want the caller's PAYMENTS_TABLE and LOG_LEVEL beside the derived variables", vars)
 	}
 }
@@ -164,7 +165,7 @@ func TestInvalidPropsPanic(t *testing.T) {
 	msg := cdktest.Panics(func() {
 		exactlyonce.NewConsumer(newStack(), "Orders", &exactlyonce.ConsumerProps{
 			Config:      exactlyonce.Config{BatchSize: 11, ReservedConcurrency: 1},
-			Environment: map[string]*string{contract.EnvIdemTable: jsii.String("mine"), contract.EnvMode: jsii.String("lease"), "OK": jsii.String("x")},
+			Environment: map[string]*string{consumer.EnvTable: jsii.String("mine"), consumer.EnvMode: jsii.String(consumer.ModeLease), "OK": jsii.String("x")},
 		})
 	})
 	for _, want := range []string{`invalid consumer "Orders"`, "BatchSize must be in 1..10", "ReservedConcurrency (1)", "props.Code is required",
@@ -176,7 +177,7 @@ func TestInvalidPropsPanic(t *testing.T) {
 }
 
 func TestReservedConcurrency(t *testing.T) {
-	_, tpl := consumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{MaxConcurrency: 8, ReservedConcurrency: 8}})
+	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{MaxConcurrency: 8, ReservedConcurrency: 8}})
 	cdktest.Check(t, "reserved concurrency", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{"ReservedConcurrentExecutions": 8})
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{"ScalingConfig": map[string]any{"MaximumConcurrency": 8}})
@@ -228,13 +229,13 @@ func TestGrantsWithoutKey(t *testing.T) {
 }
 
 func TestReceiptEnvironment(t *testing.T) {
-	c, _ := consumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{ReceiptRetention: 10 * 24 * time.Hour}})
-	env := c.ReceiptEnvironment(contract.ProducerNamespace)
-	if *env[contract.EnvNamespace] != contract.ProducerNamespace || *env[contract.EnvRetention] != "240h0m0s" ||
-		*env[contract.EnvSafetyMargin] != "3s" || env[contract.EnvIdemTable] == nil {
+	c, _ := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{ReceiptRetention: 10 * 24 * time.Hour}})
+	env := c.ReceiptEnvironment("sender")
+	if *env[consumer.EnvNamespace] != "sender" || *env[consumer.EnvRetention] != "240h0m0s" ||
+		*env[consumer.EnvSafetyMargin] != "3s" || env[consumer.EnvTable] == nil {
 		t.Errorf("ReceiptEnvironment = %v", env)
 	}
-	for _, ns := range []string{"", contract.ConsumerNamespace} {
+	for _, ns := range []string{"", consumer.DefaultNamespace} {
 		if msg := cdktest.Panics(func() { c.ReceiptEnvironment(ns) }); !strings.Contains(msg, "must be non-empty and differ") {
 			t.Errorf("ReceiptEnvironment(%q): panic = %q", ns, msg)
 		}

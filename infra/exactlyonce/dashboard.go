@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // The dashboard is a 24-column grid; widgets are 6 rows high.
@@ -40,10 +40,10 @@ func (c *Consumer) addDashboard() {
 	}
 	c.Dashboard.AddWidgets(
 		graph("Records: outcomes (count per minute)", gridWidth/2, outcomes(
-			contract.MetricExecuted, contract.MetricDuplicate, contract.MetricInProgress, contract.MetricSkipped), nil),
+			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricInProgress, consumer.MetricSkipped), nil),
 		graph("Records: need a look (count per minute)", gridWidth/2, outcomes(
-			contract.MetricFailed, contract.MetricStoreError, contract.MetricLeaseLost,
-			contract.MetricUnconfirmed, contract.MetricMismatch, contract.MetricRejected), nil),
+			consumer.MetricFailed, consumer.MetricStoreError, consumer.MetricLeaseLost,
+			consumer.MetricUnconfirmed, consumer.MetricMismatch, consumer.MetricRejected), nil),
 	)
 
 	maximum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}

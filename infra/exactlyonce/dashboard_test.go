@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // TestDashboard: the dashboard graphs every outcome the consumer emits,
 // with the dimensions it emits them with, and the queue and function
 // health, and shows every alarm.
 func TestDashboard(t *testing.T) {
-	_, tpl := consumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
+	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
 	dashboards := tpl.ByType("AWS::CloudWatch::Dashboard")
 	if len(dashboards) != 1 {
 		t.Fatalf("want one dashboard, got %d", len(dashboards))
@@ -28,8 +28,8 @@ func TestDashboard(t *testing.T) {
 		fnID = id
 	}
 	fn := "{Ref:" + fnID + "}"
-	for _, m := range contract.OutcomeMetrics() {
-		want := fmt.Sprintf(`[%q,%q,%q,%q,%q,"gift-cards"`, contract.MetricNamespace, m, contract.DimensionFunctionName, fn, contract.DimensionNamespace)
+	for _, m := range consumer.Metrics() {
+		want := fmt.Sprintf(`[%q,%q,%q,%q,%q,"gift-cards"`, consumer.MetricNamespace, m, consumer.DimensionFunctionName, fn, consumer.DimensionNamespace)
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks outcome %s: %s", m, want)
 		}

@@ -12,16 +12,26 @@
 // than the queue. Config.Validate refuses what would lose messages;
 // NewConsumer panics on it, as CDK constructors do.
 //
-// The function's environment is the one functions/contract names: the
-// receipt table, namespace, mode, retention, safety margin and batch
-// concurrency come from Config; the effect's own variables come from
-// ConsumerProps.Environment, and its tables are granted by the caller:
+// The construct is one half of a contract whose other half is the runtime,
+// pkg/idem/consumer: the function's main is consumer.Start, and every
+// name both sides spell (the variables, modes, metrics, dimensions and
+// outputs) is a constant of that package, which this one imports; a test
+// walks the synthesized template and fails when the two disagree. The
+// receipt table, namespace, mode, key, retention, safety margin, batch
+// concurrency and maxReceiveCount come from Config; the effect's own
+// variables come from ConsumerProps.Environment, and its tables are
+// granted by the caller:
 //
-//	orders := exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{
-//		Code:        awslambda.Code_FromAsset(jsii.String("build/consumer"), nil),
-//		Environment: map[string]*string{"LEDGER_TABLE": ledger.TableName()},
+//	charges := exactlyonce.NewConsumer(stack, "Charges", &exactlyonce.ConsumerProps{
+//		Code:        awslambda.Code_FromAsset(jsii.String("build/charges"), nil),
+//		Config:      exactlyonce.Config{Key: "paymentId"},
+//		Environment: map[string]*string{"PAYMENTS_TABLE": payments.TableName()},
 //	})
-//	ledger.Grant(orders.Function, jsii.String("dynamodb:UpdateItem"))
+//	payments.Grant(charges.Function, jsii.String("dynamodb:UpdateItem"))
+//
+// Outputs: the queue and DLQ URLs, the receipt table, the function, the
+// namespace and the key, named by the construct id and consumer's Output*
+// suffixes ("ChargesQueueUrl"; the id "Default" adds no prefix).
 //
 // Grants: the consumer's role may call GetItem and UpdateItem on the
 // receipt table, consume the queue, and write its own log group; nothing
@@ -37,7 +47,7 @@
 // Alarms (optionally notifying Config.AlarmTopicARN): a message in the DLQ,
 // a backlog older than retries explain, a consumer crash or timeout, any
 // LeaseLost or Unconfirmed outcome, and store errors in 3 of 5 minutes. The
-// dashboard graphs the outcomes the consumer emits (contract.OutcomeMetrics),
+// dashboard graphs the outcomes the consumer emits (consumer.Metrics),
 // the queues and the function.
 //
 // cdk-nag's AwsSolutions and Serverless packs report nothing on these

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // A second CDK app adds an exactly-once consumer for its own effect: a
@@ -48,8 +49,8 @@ func printTemplate(stack awscdk.Stack) {
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Timeout": 60,
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
-			"PAYMENTS_TABLE": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Payments"))},
-			"IDEM_NAMESPACE": "charges",
+			"PAYMENTS_TABLE":      map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Payments"))},
+			consumer.EnvNamespace: "charges",
 		})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{

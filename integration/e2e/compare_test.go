@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -18,15 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
-
-// templatePath is the template cdklocal deployed: $SQSIDEM_TEMPLATE, else
-// the one `make synth-localstack` writes.
-func templatePath(stack string) string {
-	if p := os.Getenv("SQSIDEM_TEMPLATE"); p != "" {
-		return p
-	}
-	return filepath.Join("..", "..", "cdk.localstack.out", stack+".template.json")
-}
 
 type resource struct {
 	Type       string         `json:"Type"`
@@ -39,7 +29,7 @@ type resource struct {
 // reported, not failed.
 func (d *deployment) compareWithTemplate(ctx context.Context, t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile(templatePath(d.stackName))
+	b, err := os.ReadFile(d.template)
 	if err != nil {
 		t.Fatalf("template: %v", err)
 	}

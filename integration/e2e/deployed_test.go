@@ -20,19 +20,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
+	"github.com/exactlyonce/sqsidem/integration/internal/assembly"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
-// The orders of the run: sent by the producer twice, some of them also as
-// raw copies by "another upstream", and two messages that can never succeed.
+// The keys of the run: sent by the producer twice, some of them also as
+// raw copies by "another upstream", and two messages that can never
+// succeed.
 const (
-	orders    = 40
+	keys      = 40
 	rawCopies = 10
 )
 
-// TestDeployedStack: every order applied once in the deployed ledger,
-// duplicates suppressed, the bad messages in the deployed DLQ after
-// maxReceiveCount receives with their reasons in the consumer's logs.
+// TestDeployedStack: every key applied once (the effect's probe says, on
+// the deployed tables), duplicates suppressed, the bad messages in the
+// deployed DLQ after maxReceiveCount receives with their reasons in the
+// consumer's logs.
 func TestDeployedStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -43,32 +46,37 @@ func TestDeployedStack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	batch := system.Orders("e2e-"+strconv.FormatInt(time.Now().Unix(), 36), orders)
+	prefix := "e2e-" + strconv.FormatInt(time.Now().Unix(), 36)
+	batch := d.messages(ctx, t, system.Keys(prefix, keys)...)
 	start := time.Now()
 	sent, runs := d.produceAll(ctx, t, batch)
 	second := d.produce(ctx, t, batch)
 	// A run that timed out reports nothing, although it may have sent: the
-	// re-triggered run says whether every order is known as sent.
-	t.Logf("producer: %d orders reported sent in %d run(s); re-triggered run %+v", sent, runs, second)
-	if second.Duplicates != orders || second.Sent != 0 {
-		t.Fatalf("producer: the re-triggered run sent %d with %d duplicates; want 0 and %d", second.Sent, second.Duplicates, orders)
+	// re-triggered run says whether every key is known as sent.
+	t.Logf("producer: %d messages reported sent in %d run(s); re-triggered run %+v", sent, runs, second)
+	if second.Duplicates != keys || second.Sent != 0 {
+		t.Fatalf("producer: the re-triggered run sent %d with %d duplicates; want 0 and %d", second.Sent, second.Duplicates, keys)
 	}
 	if err := d.sendRaw(ctx, batch[:rawCopies]...); err != nil {
 		t.Fatal(err)
 	}
-	malformed := d.sendBody(ctx, t, `{"orderId": "`+batch[0].OrderID+`-bad", "amount`, batch[0].OrderID+"-bad")
-	// A poison message: its body names another order than its attribute,
-	// which the consumer refuses every time, whatever the deployment.
-	poisonBody, _ := json.Marshal(system.Order{OrderID: batch[0].OrderID + "-body", Customer: "c", AmountCents: 1})
-	poison := d.sendBody(ctx, t, string(poisonBody), batch[0].OrderID+"-poison")
+	// Two messages that can never succeed, whatever the deployment (it has
+	// no fault switches): a body no key can be read from, and a body that
+	// names another key than its key attribute (consumer.ErrKeyConflict).
+	malformed := d.sendBody(ctx, t, system.Malformed, "")
+	other := d.messages(ctx, t, prefix+"-body")[0]
+	poison := d.sendBody(ctx, t, string(other.Body), prefix+"-poison")
 
 	d.waitDrained(ctx, t, 2)
 	elapsed := time.Since(start)
 
-	issued := d.ledger(ctx, t)
+	applied, err := d.probe.Applied(ctx, system.KeysOf(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
 	double, missing := 0, 0
-	for _, o := range batch {
-		switch n := issued[o.OrderID]; {
+	for _, m := range batch {
+		switch n := applied[m.Key]; {
 		case n == 0:
 			missing++
 		case n > 1:
@@ -81,16 +89,16 @@ func TestDeployedStack(t *testing.T) {
 		outcomes[l.Outcome]++
 	}
 	dead := d.deadLetters(ctx, t, lines)
-	t.Logf("deployed stack, %s from the first send to drained: orders %d, applied %d, double effects %d, lost %d; deliveries %v; DLQ %d",
-		elapsed.Round(time.Second), orders, orders-missing, double, missing, outcomes, len(dead))
+	t.Logf("deployed stack, %s from the first send to drained: keys %d, applied %d, double effects %d, lost %d; deliveries %v; DLQ %d",
+		elapsed.Round(time.Second), keys, keys-missing, double, missing, outcomes, len(dead))
 	for _, dl := range dead {
-		t.Logf("DLQ: message %s (order attribute %q) after %d receives: %s", dl.MessageID, dl.OrderID, dl.Receives, dl.Reason)
+		t.Logf("DLQ: message %s (key attribute %q) after %d receives: %s", dl.MessageID, dl.Key, dl.Receives, dl.Reason)
 	}
 	if double != 0 || missing != 0 {
-		t.Fatalf("double effects %d, orders never applied %d; want 0 and 0", double, missing)
+		t.Fatalf("double effects %d, keys never applied %d; want 0 and 0", double, missing)
 	}
-	if outcomes["executed"] != orders || outcomes["duplicate"] < rawCopies {
-		t.Fatalf("consumer outcomes %v: want %d executed and the %d raw copies suppressed as duplicates", outcomes, orders, rawCopies)
+	if outcomes["executed"] != keys || outcomes["duplicate"] < rawCopies {
+		t.Fatalf("consumer outcomes %v: want %d executed and the %d raw copies suppressed as duplicates", outcomes, keys, rawCopies)
 	}
 	if len(dead) != 2 {
 		t.Fatalf("DLQ holds %d messages, want the malformed and the poison one", len(dead))
@@ -193,13 +201,20 @@ func (d *deployment) depth(ctx context.Context, t *testing.T, url string) (visib
 	return visible, inFlight
 }
 
-// stackName is the deployed stack: $SQSIDEM_STACK, default the LocalStack
-// profile's.
-func stackName() string {
-	if n := os.Getenv("SQSIDEM_STACK"); n != "" {
-		return n
+// theStack is the stack of the assembly cdklocal deployed: the one in
+// $SQSIDEM_ASSEMBLY, default the localstack profile's (`make
+// synth-localstack`).
+func theStack(t *testing.T) assembly.Stack {
+	t.Helper()
+	dir := os.Getenv("SQSIDEM_ASSEMBLY")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "cdk.localstack.out")
 	}
-	return "SqsIdemLocal"
+	s, err := assembly.Only(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
@@ -23,7 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // clients talk to the endpoint in AWS_ENDPOINT_URL (LocalStack), never to
@@ -60,18 +61,20 @@ func newClients(ctx context.Context, t *testing.T) clients {
 // deployment is the deployed stack, found by its outputs.
 type deployment struct {
 	clients
-	stackName                  string
+	stackName, template        string
 	outputs                    map[string]string
 	resources                  []cfntypes.StackResource
 	queueURL, dlqURL           string
-	receipts, ledgerTable      string
 	producerName, consumerName string
+	key                        string // the consumer's key attribute
+	probe                      system.Probe
 	maxReceiveCount            int
 }
 
 func deployed(ctx context.Context, t *testing.T) *deployment {
 	t.Helper()
-	d := &deployment{clients: newClients(ctx, t), stackName: stackName(), outputs: map[string]string{}}
+	stack := theStack(t)
+	d := &deployment{clients: newClients(ctx, t), stackName: stack.Name, template: stack.Template, outputs: map[string]string{}}
 	out, err := d.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(d.stackName)})
 	if err != nil || len(out.Stacks) != 1 {
 		t.Fatalf("stack %s: %v (run `make deploy-local` first)", d.stackName, err)
@@ -84,8 +87,8 @@ func deployed(ctx context.Context, t *testing.T) *deployment {
 		d.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
 	for key, dst := range map[string]*string{
-		"QueueUrl": &d.queueURL, "DeadLetterQueueUrl": &d.dlqURL, "IdempotencyTableName": &d.receipts,
-		"LedgerTableName": &d.ledgerTable, "ProducerFunctionName": &d.producerName, "ConsumerFunctionName": &d.consumerName,
+		consumer.OutputQueueURL: &d.queueURL, consumer.OutputDeadLetterQueueURL: &d.dlqURL, consumer.OutputKey: &d.key,
+		consumer.OutputFunctionName: &d.consumerName, contract.OutputProducerFunctionName: &d.producerName,
 	} {
 		if *dst = d.outputs[key]; *dst == "" {
 			t.Fatalf("stack %s has no output %s: %v", d.stackName, key, d.outputs)
@@ -115,40 +118,66 @@ func deployed(ctx context.Context, t *testing.T) *deployment {
 	}
 	n, _ := redrive.MaxReceiveCount.Int64()
 	d.maxReceiveCount = int(n)
+	// The probe reads the effect's deployed tables, named in the deployed
+	// consumer's environment.
+	fn, err := d.lambda.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(d.consumerName)})
+	if err != nil || fn.Environment == nil {
+		t.Fatalf("the consumer's configuration: %v", err)
+	}
+	env := fn.Environment.Variables
+	d.probe = system.EffectProbe(d.ddb, func(k string) string { return env[k] })
 	return d
 }
 
-// produceAll invokes the deployed producer until every order is sent or
+// messages seeds what the effect needs for keys and returns the probe's
+// message for each.
+func (d *deployment) messages(ctx context.Context, t *testing.T, keys ...string) []system.Message {
+	t.Helper()
+	if err := d.probe.Seed(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]system.Message, len(keys))
+	for i, k := range keys {
+		body, err := d.probe.Message(k, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = system.Message{Key: k, Body: body}
+	}
+	return out
+}
+
+// produceAll invokes the deployed producer until every message is sent or
 // known as sent, as a scheduler re-runs a run that timed out (on a loaded
 // machine the first, cold run may): the producer's guard sends none twice
-// while it knows. It returns the orders sent and the runs made.
-func (d *deployment) produceAll(ctx context.Context, t *testing.T, orders []system.Order) (sent, runs int) {
+// while it knows. It returns the messages sent and the runs made.
+func (d *deployment) produceAll(ctx context.Context, t *testing.T, msgs []system.Message) (sent, runs int) {
 	t.Helper()
 	for runs = 1; ; runs++ {
-		res, err := d.invokeProducer(ctx, orders)
+		res, err := d.invokeProducer(ctx, msgs)
 		sent += res.Sent
-		if err == nil && res.Sent+res.Duplicates == len(orders) {
+		if err == nil && res.Sent+res.Duplicates == len(msgs) {
 			return sent, runs
 		}
 		if runs == 5 {
-			t.Fatalf("producer: orders still not sent after %d runs: %+v, %v", runs, res, err)
+			t.Fatalf("producer: messages still not sent after %d runs: %+v, %v", runs, res, err)
 		}
 		t.Logf("producer run %d: %+v, %v; running it again", runs, res, err)
 	}
 }
 
 // produce invokes the deployed producer synchronously; it must succeed.
-func (d *deployment) produce(ctx context.Context, t *testing.T, orders []system.Order) system.ProducerResult {
+func (d *deployment) produce(ctx context.Context, t *testing.T, msgs []system.Message) system.ProducerResult {
 	t.Helper()
-	res, err := d.invokeProducer(ctx, orders)
+	res, err := d.invokeProducer(ctx, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func (d *deployment) invokeProducer(ctx context.Context, orders []system.Order) (system.ProducerResult, error) {
-	payload, err := json.Marshal(map[string]any{"orders": orders})
+func (d *deployment) invokeProducer(ctx context.Context, msgs []system.Message) (system.ProducerResult, error) {
+	payload, err := system.ProducerInput(msgs)
 	if err != nil {
 		return system.ProducerResult{}, err
 	}
@@ -166,63 +195,39 @@ func (d *deployment) invokeProducer(ctx context.Context, orders []system.Order) 
 	return res, nil
 }
 
-// sendRaw sends orders straight to the queue, as an upstream that knows
+// sendRaw sends msgs straight to the queue, as an upstream that knows
 // nothing of the producer's guard would: raw duplicates.
-func (d *deployment) sendRaw(ctx context.Context, orders ...system.Order) error {
-	for _, o := range orders {
-		body, _ := json.Marshal(o)
-		if _, err := d.send(ctx, string(body), o.OrderID); err != nil {
+func (d *deployment) sendRaw(ctx context.Context, msgs ...system.Message) error {
+	for _, m := range msgs {
+		if _, err := d.send(ctx, string(m.Body), m.Key); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d *deployment) sendBody(ctx context.Context, t *testing.T, body, orderID string) string {
+// sendBody sends body with key as its key attribute, none when key is "".
+func (d *deployment) sendBody(ctx context.Context, t *testing.T, body, key string) string {
 	t.Helper()
-	id, err := d.send(ctx, body, orderID)
+	id, err := d.send(ctx, body, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
 }
 
-func (d *deployment) send(ctx context.Context, body, orderID string) (string, error) {
-	out, err := d.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:    aws.String(d.queueURL),
-		MessageBody: aws.String(body),
-		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
-		},
-	})
+func (d *deployment) send(ctx context.Context, body, key string) (string, error) {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(d.queueURL), MessageBody: aws.String(body)}
+	if key != "" {
+		in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
+			d.key: {DataType: aws.String("String"), StringValue: aws.String(key)},
+		}
+	}
+	out, err := d.sqs.SendMessage(ctx, in)
 	if err != nil {
 		return "", fmt.Errorf("send to %s: %w", d.queueURL, err)
 	}
 	return aws.ToString(out.MessageId), nil
-}
-
-// ledger returns how many gift cards each order got in the deployed ledger.
-func (d *deployment) ledger(ctx context.Context, t *testing.T) map[string]int {
-	t.Helper()
-	issued := map[string]int{}
-	p := dynamodb.NewScanPaginator(d.ddb, &dynamodb.ScanInput{TableName: aws.String(d.ledgerTable), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("scan %s: %v", d.ledgerTable, err)
-		}
-		for _, item := range page.Items {
-			var row struct {
-				OrderID string `dynamodbav:"orderId"`
-				Issued  int    `dynamodbav:"issued"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &row); err != nil {
-				t.Fatal(err)
-			}
-			issued[row.OrderID] = row.Issued
-		}
-	}
-	return issued
 }
 
 // consumerLog reads the consumer's per-record lines from CloudWatch Logs,
@@ -275,9 +280,7 @@ func (d *deployment) deadLetters(ctx context.Context, t *testing.T, lines []syst
 			// Our own read counts as a receive too.
 			dl.Receives, _ = strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
 			dl.Receives--
-			if a, ok := m.MessageAttributes["orderId"]; ok {
-				dl.OrderID = aws.ToString(a.StringValue)
-			}
+			dl.Key = system.KeyOf(d.key, m.MessageAttributes, dl.Body)
 			out = append(out, dl)
 		}
 	}

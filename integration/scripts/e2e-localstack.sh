@@ -14,13 +14,12 @@ cd "$root"
 [[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-localstack: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
 
 cdklocal="$root/node_modules/.bin/cdklocal"
-stack=SqsIdemLocal
 assembly=cdk.localstack.out
-[[ -f "$assembly/$stack.template.json" ]] || { echo "e2e-localstack: no $assembly/$stack.template.json (make synth-localstack)" >&2; exit 2; }
+[[ -f "$assembly/manifest.json" ]] || { echo "e2e-localstack: no $assembly/manifest.json (make synth-localstack)" >&2; exit 2; }
 # Bootstrap, deploy and destroy read the assembly (--app) rather than run
-# the app again.
+# the app again; the test finds the stack's name and template there too.
 app=(--app "$assembly")
-export SQSIDEM_STACK="$stack" SQSIDEM_TEMPLATE="$root/$assembly/$stack.template.json"
+export SQSIDEM_ASSEMBLY="$root/$assembly"
 
 step() { # step NAME CMD...: run CMD and print how long it took
 	local name=$1 t0=$SECONDS
@@ -35,6 +34,8 @@ step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0
 step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
+# The operator CLI against the same deployed stack (before the destroy).
+step idemctl go test -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeployed$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
 step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
 exit "$rc"

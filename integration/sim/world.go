@@ -23,7 +23,6 @@ type world struct {
 	rec   *Recording // nil unless recorded (RunRecorded)
 
 	mu       sync.Mutex
-	procs    []*process          // every process ever started, by slot and generation
 	attempts map[string]*attempt // per actor: its Guard attempt in progress
 	running  int                 // invocations in flight
 	idle     chan struct{}       // an invocation ended
@@ -111,9 +110,6 @@ func (w *world) run() Result {
 	w.check.final()
 	return Result{Cfg: w.cfg, Violations: w.check.violations, Doubles: w.check.doubles, Steps: w.sched.steps, Stats: w.check.stats, trace: w.trace}
 }
-
-// now is the world's (and every server's) time: the bubble's virtual clock.
-func (w *world) now() time.Time { return time.Now() }
 
 // since is the virtual time since the start, for traces.
 func (w *world) since() time.Duration { return time.Since(w.start) }

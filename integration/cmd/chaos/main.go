@@ -1,14 +1,14 @@
 // Command chaos is `make chaos`: every fault at once, at volume, through
-// the real binaries, and every order accounted for at the end.
+// the real binaries, and every key accounted for at the end.
 //
 // It starts DynamoDB Local and ElasticMQ (or uses AWS_ENDPOINT_URL, e.g.
 // LocalStack), provisions the stack from the test profile's template for
-// each mode (IDEM_MODE lease and transactional), and for each publishes N
-// orders through the producer Lambda while it throws duplicates, 8-instance
+// each mode the effect implements (consumer.Modes), and for each publishes N
+// keys through the producer Lambda while it throws duplicates, 8-instance
 // deliveries, SIGKILLs, SIGSTOP zombies, DynamoDB throttling, 5xx and lost
 // acknowledgements, poison and malformed messages at the consumers (see
 // package chaos). It prints progress, then writes report.md and chart.svg
-// to .cache/chaos/<time>/ and exits 1 when an order was lost, a
+// to .cache/chaos/<time>/ and exits 1 when a key was lost, a
 // transactional run doubled an effect, or a lease-mode double effect has no
 // kill, freeze or missing receipt to explain it.
 package main
@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,10 +33,11 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/chaos"
 	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 type options struct {
-	orders    int
+	keys      int
 	modes     []string
 	parallel  bool
 	consumers int
@@ -61,23 +63,23 @@ func main() {
 	debug.SetGCPercent(400)
 	o := options{rates: chaos.DefaultRates}
 	var modes string
-	flag.IntVar(&o.orders, "orders", 100_000, "orders per mode")
-	flag.StringVar(&modes, "modes", "lease,transactional", "modes to run (IDEM_MODE), comma-separated")
+	flag.IntVar(&o.keys, "keys", 100_000, "keys per mode")
+	flag.StringVar(&modes, "modes", strings.Join(consumer.Modes(), ","), "modes to run (IDEM_MODE), comma-separated; those the effect does not implement are skipped")
 	flag.BoolVar(&o.parallel, "parallel", false, "run the modes at the same time on the same emulators")
 	flag.IntVar(&o.consumers, "consumers", 16, "consumer instances behind the event source mapping")
 	flag.IntVar(&o.pollers, "pollers", 16, "concurrent batches of the event source mapping (the deployed stack allows 5: see the package doc)")
 	flag.IntVar(&o.producers, "producers", 12, "producer instances, one run each at a time")
-	flag.IntVar(&o.chunk, "chunk", 20, "orders per producer run")
+	flag.IntVar(&o.chunk, "chunk", 20, "messages per producer run")
 	flag.IntVar(&o.backlog, "backlog", 300, "messages waiting in the queue before publishing pauses (0: no limit)")
-	flag.Float64Var(&o.rates.Duplicates, "duplicates", o.rates.Duplicates, "share of orders sent again (half re-triggered producer runs, half raw copies)")
-	flag.Float64Var(&o.rates.FanOut, "fanout", o.rates.FanOut, "share of orders also delivered to 8 instances at the same moment")
+	flag.Float64Var(&o.rates.Duplicates, "duplicates", o.rates.Duplicates, "share of keys sent again (half re-triggered producer runs, half raw copies)")
+	flag.Float64Var(&o.rates.FanOut, "fanout", o.rates.FanOut, "share of keys also delivered to 8 instances at the same moment")
 	flag.Float64Var(&o.rates.Kill, "kill", o.rates.Kill, "share of consumer invocations SIGKILLed (before the effect, after it, mid-batch)")
 	flag.Float64Var(&o.rates.Zombie, "zombie", o.rates.Zombie, "share of consumer invocations frozen past their lease (zombies)")
 	flag.Float64Var(&o.rates.Throttle, "throttle", o.rates.Throttle, "share of the Lambdas' DynamoDB requests throttled")
 	flag.Float64Var(&o.rates.Fail, "5xx", o.rates.Fail, "share of the Lambdas' DynamoDB requests answered 500")
 	flag.Float64Var(&o.rates.LoseAck, "lost-ack", o.rates.LoseAck, "share of the Lambdas' DynamoDB requests applied, then answered 500")
-	flag.Float64Var(&o.rates.Poison, "poison", o.rates.Poison, "poison orders, as a share of the orders")
-	flag.Float64Var(&o.rates.Malformed, "malformed", o.rates.Malformed, "malformed messages, as a share of the orders")
+	flag.Float64Var(&o.rates.Poison, "poison", o.rates.Poison, "poison keys, as a share of the keys")
+	flag.Float64Var(&o.rates.Malformed, "malformed", o.rates.Malformed, "malformed messages, as a share of the keys")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of every random choice")
 	flag.DurationVar(&o.timeout, "timeout", 40*time.Minute, "limit for the whole run; it stops and cleans up when reached")
 	flag.DurationVar(&o.drain, "drain", 5*time.Minute, "limit for the queue to drain once everything is sent, per mode")
@@ -118,13 +120,13 @@ func main() {
 
 func (o options) validate() error {
 	for _, m := range o.modes {
-		if m != "lease" && m != "transactional" {
-			return fmt.Errorf("-modes: %q is neither lease nor transactional", m)
+		if !slices.Contains(consumer.Modes(), m) {
+			return fmt.Errorf("-modes: %q is not one of %v", m, consumer.Modes())
 		}
 	}
 	switch {
-	case o.orders < 1:
-		return errors.New("-orders must be at least 1")
+	case o.keys < 1:
+		return errors.New("-keys must be at least 1")
 	case o.consumers < 1 || o.pollers < 1 || o.producers < 1 || o.chunk < 1 || o.backlog < 0:
 		return errors.New("-consumers, -pollers, -producers and -chunk must be at least 1, -backlog at least 0")
 	case o.timeout <= 0 || o.drain <= 0:
@@ -195,7 +197,7 @@ func run(ctx context.Context, o options) error {
 		endpoint += fmt.Sprintf("; JIT warm-up %.0fs", time.Since(w).Seconds())
 	}
 	loadStart := loadavg()
-	fmt.Printf("chaos: %s orders per mode, modes %s; %s; output in %s\n", fmt.Sprint(o.orders), strings.Join(o.modes, ", "), endpoint, rel(root, o.out))
+	fmt.Printf("chaos: %s keys per mode, modes %s; %s; output in %s\n", fmt.Sprint(o.keys), strings.Join(o.modes, ", "), endpoint, rel(root, o.out))
 
 	cfg := func(mode string) chaos.Config {
 		return chaos.Config{
@@ -203,7 +205,7 @@ func run(ctx context.Context, o options) error {
 				Template: template, DynamoURL: dynamoURL, SQSURL: sqsURL,
 				ConsumerBinary: consumerBin, ProducerBinary: producerBin, Consumers: o.consumers,
 			},
-			Mode: mode, Orders: o.orders, Rates: o.rates, Seed: o.seed,
+			Mode: mode, Keys: o.keys, Rates: o.rates, Seed: o.seed,
 			Pollers: o.pollers, Producers: o.producers, Chunk: o.chunk, Backlog: o.backlog, Drain: o.drain,
 			LogPath: filepath.Join(o.out, mode+"-lambdas.log"), Progress: os.Stdout, Every: o.every,
 			Emulators: pids,
@@ -227,7 +229,11 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	var done []*chaos.Result
-	for _, r := range results {
+	for i, r := range results {
+		if errors.Is(errs[i], system.ErrMode) {
+			fmt.Printf("chaos: %s mode skipped: %v\n", o.modes[i], errs[i])
+			errs[i] = nil
+		}
 		if r != nil {
 			done = append(done, r)
 		}
@@ -250,7 +256,7 @@ func write(o options, root string, began time.Time, endpoint, loadStart string, 
 			Start: r.Start, Samples: r.Samples, Events: r.Events,
 		})
 	}
-	title := fmt.Sprintf("Chaos run: %d orders per mode", o.orders)
+	title := fmt.Sprintf("Chaos run: %d keys per mode", o.keys)
 	chart, err := os.Create(filepath.Join(o.out, "chart.svg"))
 	if err != nil {
 		return err

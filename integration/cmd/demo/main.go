@@ -1,9 +1,10 @@
 // Command demo is `make demo`: the project's main job on local emulators.
 // It starts DynamoDB Local and ElasticMQ (or uses AWS_ENDPOINT_URL),
-// provisions the stack from the test profile's template twice — lease mode
-// and transactional mode — runs producer → queue → consumers with injected
-// duplicates, one crash after the effect and a few messages that can never
-// succeed, shows progress, and prints what happened to every order.
+// provisions the stack from the test profile's template once per mode the
+// effect implements (lease and transactional for the template's), runs
+// producer → queue → consumers with injected duplicates, one crash after
+// the effect and a few messages that can never succeed, shows progress,
+// and prints what happened to every key.
 package main
 
 import (
@@ -27,16 +28,17 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 func main() {
 	var o options
-	flag.IntVar(&o.orders, "orders", 300, "orders to publish per mode")
-	flag.Float64Var(&o.dupRate, "duplicates", 0.3, "share of orders delivered again (re-triggered producer and raw duplicate sends)")
+	flag.IntVar(&o.keys, "keys", 300, "keys to publish per mode")
+	flag.Float64Var(&o.dupRate, "duplicates", 0.3, "share of keys delivered again (re-triggered producer and raw duplicate sends)")
 	flag.IntVar(&o.consumers, "consumers", 4, "consumer instances per mode")
 	flag.Parse()
-	if o.orders < 10 || o.dupRate < 0 || o.dupRate > 1 || o.consumers < 1 {
-		fmt.Fprintln(os.Stderr, "demo: need -orders >= 10, 0 <= -duplicates <= 1, -consumers >= 1")
+	if o.keys < 10 || o.dupRate < 0 || o.dupRate > 1 || o.consumers < 1 {
+		fmt.Fprintln(os.Stderr, "demo: need -keys >= 10, 0 <= -duplicates <= 1, -consumers >= 1")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -48,7 +50,7 @@ func main() {
 }
 
 type options struct {
-	orders    int
+	keys      int
 	dupRate   float64
 	consumers int
 }
@@ -80,28 +82,31 @@ func run(ctx context.Context, o options) error {
 	dynamoURL, sqsURL := emus.DynamoURL, emus.SQSURL
 	fmt.Printf("emulators ready in %.1fs: DynamoDB %s, SQS %s\n", time.Since(began).Seconds(), dynamoURL, sqsURL)
 
-	modes := []string{"lease", "transactional"}
-	runs := make([]*modeRun, len(modes))
-	for i, mode := range modes {
+	var runs []*modeRun
+	for _, mode := range consumer.Modes() {
 		logFile, err := os.Create(filepath.Join(logDir, mode+".log"))
 		if err != nil {
 			return err
 		}
 		defer logFile.Close()
-		s, err := system.Start(ctx, system.Config{
+		r := &modeRun{mode: mode, poison: "poison-" + mode[:1]}
+		r.sys, err = system.Start(ctx, system.Config{
 			Template: template, DynamoURL: dynamoURL, SQSURL: sqsURL,
 			ConsumerBinary: consumerBin, ProducerBinary: producerBin,
-			Consumers:   o.consumers,
-			ConsumerEnv: map[string]string{"IDEM_MODE": mode},
-			Log:         logFile,
+			Consumers: o.consumers, Mode: mode, Log: logFile,
+			ConsumerEnv: map[string]string{consumer.EnvFaultPoisonKeys: r.poison},
 		})
+		if errors.Is(err, system.ErrMode) {
+			fmt.Printf("%s mode skipped: %v\n", mode, err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		defer s.Close(context.WithoutCancel(ctx))
-		runs[i] = &modeRun{mode: mode, sys: s}
+		defer r.sys.Close(context.WithoutCancel(ctx))
+		runs = append(runs, r)
 	}
-	fmt.Printf("stack provisioned twice from %s; logs in %s\n\n", rel(root, template), rel(root, logDir))
+	fmt.Printf("stack provisioned %d times from %s; logs in %s\n\n", len(runs), rel(root, template), rel(root, logDir))
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(runs))
@@ -122,9 +127,9 @@ func run(ctx context.Context, o options) error {
 		if err := r.report.Lost(); err != nil {
 			return fmt.Errorf("%s mode: %w", r.mode, err)
 		}
-	}
-	if runs[1].report.DoubleEffects != 0 {
-		return fmt.Errorf("transactional mode: %d double effects", runs[1].report.DoubleEffects)
+		if r.mode == consumer.ModeTransactional && r.report.DoubleEffects != 0 {
+			return fmt.Errorf("%s mode: %d double effects", r.mode, r.report.DoubleEffects)
+		}
 	}
 	return nil
 }
@@ -132,7 +137,8 @@ func run(ctx context.Context, o options) error {
 type modeRun struct {
 	mode   string
 	sys    *system.System
-	orders []system.Order
+	poison string // its effect fails every time
+	msgs   []system.Message
 	// what was published
 	producerSent, producerSkipped, producerReruns, rawDuplicates, unprocessable int
 	crashed                                                                     string
@@ -144,18 +150,22 @@ type modeRun struct {
 func (r *modeRun) drive(ctx context.Context, o options) error {
 	start := time.Now()
 	s := r.sys
-	r.orders = system.Orders("order-"+r.mode[:1], o.orders)
-	r.crashed = r.orders[len(r.orders)/2].OrderID
+	msgs, err := s.Messages(ctx, system.Keys("key-"+r.mode[:1], o.keys)...)
+	if err != nil {
+		return err
+	}
+	r.msgs = msgs
+	r.crashed = r.msgs[len(r.msgs)/2].Key
 	var crashes sync.Once
 	s.Consumer.SetFaultFunc(func(point, key string) lambdarun.Action {
 		act := lambdarun.Continue
-		if point == "after-effect" && key == r.crashed {
+		if point == consumer.FaultAfterEffect && key == r.crashed {
 			crashes.Do(func() { act = lambdarun.Kill })
 		}
 		return act
 	})
 
-	for chunk := range slices.Chunk(r.orders, 20) {
+	for chunk := range slices.Chunk(r.msgs, 20) {
 		res, err := r.produce(ctx, chunk)
 		if err != nil {
 			return err
@@ -165,13 +175,13 @@ func (r *modeRun) drive(ctx context.Context, o options) error {
 	// Duplicates: half from a re-triggered producer (it must skip them),
 	// half raw sends from an upstream that knows nothing of the producer.
 	rng := rand.New(rand.NewPCG(1, uint64(len(r.mode))))
-	picks := rng.Perm(len(r.orders))[:int(float64(len(r.orders))*o.dupRate)]
-	var again, raw []system.Order
+	picks := rng.Perm(len(r.msgs))[:int(float64(len(r.msgs))*o.dupRate)]
+	var again, raw []system.Message
 	for i, p := range picks {
 		if i%2 == 0 {
-			again = append(again, r.orders[p])
+			again = append(again, r.msgs[p])
 		} else {
-			raw = append(raw, r.orders[p])
+			raw = append(raw, r.msgs[p])
 		}
 	}
 	for chunk := range slices.Chunk(again, 20) {
@@ -187,11 +197,15 @@ func (r *modeRun) drive(ctx context.Context, o options) error {
 	}
 	r.rawDuplicates = len(raw)
 	// Messages that can never succeed: they must end in the DLQ with a reason.
-	poison := system.Order{OrderID: "poison-" + r.mode[:1], Customer: "c", AmountCents: 1, Poison: true}
-	if err := s.SendRaw(ctx, poison); err != nil {
+	poison, err := s.Messages(ctx, r.poison)
+	if err != nil {
 		return err
 	}
-	if _, err := s.SendBody(ctx, `{"orderId": "broken-`+r.mode[:1]+`", "amount`, "broken-"+r.mode[:1]); err != nil {
+	if err := s.SendRaw(ctx, poison...); err != nil {
+		return err
+	}
+	malformed, err := s.SendBody(ctx, system.Malformed, "")
+	if err != nil {
 		return err
 	}
 	r.unprocessable = 2
@@ -201,7 +215,7 @@ func (r *modeRun) drive(ctx context.Context, o options) error {
 	if err := s.WaitIdle(wctx, nil); err != nil {
 		return fmt.Errorf("%s mode: %w", r.mode, err)
 	}
-	rep, err := s.Check(ctx, append(r.orders, poison))
+	rep, err := s.Check(ctx, append(r.msgs, poison...), malformed)
 	if err != nil {
 		return err
 	}
@@ -210,12 +224,12 @@ func (r *modeRun) drive(ctx context.Context, o options) error {
 }
 
 // produce invokes the producer and, like a scheduler, runs it again when
-// it times out or leaves orders unsent: its guard keeps the re-runs from
-// sending an order twice.
-func (r *modeRun) produce(ctx context.Context, orders []system.Order) (system.ProducerResult, error) {
+// it times out or leaves messages unsent: its guard keeps the re-runs from
+// sending one twice.
+func (r *modeRun) produce(ctx context.Context, msgs []system.Message) (system.ProducerResult, error) {
 	var total system.ProducerResult
 	for try := 1; ; try++ {
-		res, err := r.sys.Produce(ctx, orders)
+		res, err := r.sys.Produce(ctx, msgs)
 		total.Sent += res.Sent
 		if err == nil && res.Failed == 0 && res.InProgress == 0 {
 			total.Duplicates += res.Duplicates
@@ -256,14 +270,14 @@ func (r *modeRun) print(w io.Writer) {
 	fmt.Fprintf(w, "== %s mode (%.0fs) ==\n", r.mode, r.elapsed.Seconds())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
-	row("orders", len(r.orders))
-	row("messages sent by the producer", fmt.Sprintf("%d (re-triggered runs: %d orders skipped by the producer's guard; %d re-runs after a timeout)", r.producerSent, r.producerSkipped, r.producerReruns))
+	row("keys", len(r.msgs))
+	row("messages sent by the producer", fmt.Sprintf("%d (re-triggered runs: %d skipped by the producer's guard; %d re-runs after a timeout)", r.producerSent, r.producerSkipped, r.producerReruns))
 	row("raw duplicate messages", r.rawDuplicates)
-	row("unprocessable messages", fmt.Sprintf("%d (a poison order, a malformed body)", r.unprocessable))
+	row("unprocessable messages", fmt.Sprintf("%d (a poison key, a malformed body)", r.unprocessable))
 	row("deliveries to consumers", rep.Deliveries)
 	row("duplicates suppressed", rep.Outcomes["duplicate"])
 	row("in-progress retries", rep.Outcomes["in_progress"])
-	row("crash injected", fmt.Sprintf("SIGKILL after the effect, before the receipt (order %s)", r.crashed))
+	row("crash injected", fmt.Sprintf("SIGKILL after the effect, before the receipt (key %s)", r.crashed))
 	row("effects applied", rep.Applied)
 	double := fmt.Sprint(rep.DoubleEffects)
 	if rep.DoubleEffects > 0 {
@@ -281,12 +295,12 @@ func (r *modeRun) print(w io.Writer) {
 	}
 	sort.Strings(ops)
 	if rep.Deliveries > 0 {
-		row("DynamoDB requests", fmt.Sprintf("%d (%s): %.2f per delivery, incl. the ledger write and the producer's guard", total, strings.Join(ops, ", "), float64(total)/float64(rep.Deliveries)))
+		row("DynamoDB requests", fmt.Sprintf("%d (%s): %.2f per delivery, incl. the effect's writes and the producer's guard", total, strings.Join(ops, ", "), float64(total)/float64(rep.Deliveries)))
 	}
 	row("dead-letter queue", len(rep.DeadLetters))
 	tw.Flush()
 	for _, d := range rep.DeadLetters {
-		id := d.OrderID
+		id := d.Key
 		if id == "" {
 			id = d.MessageID
 		}

@@ -9,33 +9,39 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
 // Evidence is everything the accounting looks at once the run is over.
 type Evidence struct {
-	Plan        Plan
-	Ledger      map[string]system.LedgerRow
+	Plan Plan
+	// Applied is how many times each key had its effect (the probe's
+	// answer), AppliedAt when it was first executed (the consumers' logs).
+	Applied     map[string]int
+	AppliedAt   map[string]time.Time
 	DeadLetters []system.DeadLetter
 	Events      []Event
 	Windows     []Window          // Unconfirmed and LeaseLost records
-	OrderOf     map[string]string // storage key → order id
+	KeyOf       map[string]string // storage key → key
 	SentAt      map[string]time.Time
-	// Handed are the orders the publisher gave the producer; nil: all.
+	// Handed are the keys the publisher gave the producer; nil: all.
 	// A run stopped by its time limit hands over only some.
 	Handed      map[string]time.Time
 	Unpublished []string
-	LeaseMode   bool
+	// MalformedIDs are the message ids of the malformed messages sent.
+	MalformedIDs []string
+	LeaseMode    bool
 }
 
-// Double is an order whose effect ran more than once, and why.
+// Double is a key whose effect ran more than once, and why.
 type Double struct {
-	OrderID string
-	Issued  int
+	Key     string
+	Applied int
 	Causes  []Cause // empty: unexplained; the most direct first
 }
 
-// Cause is something that can run an order's effect twice.
+// Cause is something that can run a key's effect twice.
 type Cause struct {
 	Class string // "Unconfirmed", "kill after-effect", "freeze", … (for counting)
 	Text  string // which one, when, where
@@ -56,19 +62,19 @@ const (
 
 var classRank = map[string]int{ClassUnconfirmed: 0, ClassLeaseLost: 1, ClassFreeze: 2, ClassKillAfter: 3, ClassKillMid: 4, ClassEffectLate: 5, ClassKillBatch: 6, ClassTimeout: 7, ClassCrash: 8}
 
-// Account is what happened to every order.
+// Account is what happened to every key.
 type Account struct {
-	Orders        int // orders published (poison included)
-	Applied       int // orders with a gift card
-	DoubleEffects int // gift cards beyond the first
+	Keys          int // keys published (poison included)
+	Applied       int // keys whose effect took place
+	DoubleEffects int // effects beyond the first
 	Doubled       []Double
-	Unexplained   []string // doubled orders no kill, freeze or missing receipt explains
+	Unexplained   []string // doubled keys no kill, freeze or missing receipt explains
 	Lost          []string // neither applied nor in the DLQ
 	Unpublished   []string // never confirmed sent by the producer, and not applied
 	NotSent       int      // never handed to the producer: the run stopped first
-	PoisonApplied []string // poison orders that got a gift card: impossible
+	PoisonApplied []string // poison keys whose effect took place: impossible
 	DLQ           []ReasonCount
-	DLQOrders     []string // plain orders in the DLQ (allowed, with their reason)
+	DLQKeys       []string // plain keys in the DLQ (allowed, with their reason)
 	Latency       Percentiles
 	Windows       map[string]int // Unconfirmed / LeaseLost records by outcome
 }
@@ -79,26 +85,31 @@ type ReasonCount struct {
 	Count  int
 }
 
-// Settle accounts for every order of the evidence's plan.
+// Settle accounts for every key of the evidence's plan, and for every
+// malformed message sent.
 func Settle(ev Evidence) Account {
 	a := Account{Windows: map[string]int{}}
-	dead := map[string]bool{}
+	dead := map[string]bool{} // by key, and by message id
 	reasons := map[string]int{}
-	killed := killsByOrder(ev.Events)
+	killed := killsByKey(ev.Events)
 	for _, d := range ev.DeadLetters {
-		dead[d.OrderID] = true
+		dead[d.MessageID] = true
 		reason := Tidy(d.Reason)
 		switch {
 		case reason != "":
-		case killed[d.OrderID] != "":
+		case d.Key != "" && killed[d.Key] != "":
 			// No delivery lived to log an outcome.
-			reason = "never answered: every delivery was killed (" + killed[d.OrderID] + ")"
+			reason = "never answered: every delivery was killed (" + killed[d.Key] + ")"
 		default:
 			reason = NoReason
 		}
 		reasons[reason]++
-		if _, planned := ev.Plan.Poison[d.OrderID]; !planned && !slices.Contains(ev.Plan.Malformed, d.OrderID) {
-			a.DLQOrders = append(a.DLQOrders, d.OrderID)
+		if d.Key == "" {
+			continue
+		}
+		dead[d.Key] = true
+		if !ev.Plan.Poison[d.Key] {
+			a.DLQKeys = append(a.DLQKeys, d.Key)
 		}
 	}
 	for _, r := range slices.Sorted(maps.Keys(reasons)) {
@@ -110,39 +121,40 @@ func Settle(ev Evidence) Account {
 	}
 	causes := attribute(ev)
 	var latencies []time.Duration
-	for _, o := range ev.Plan.Orders {
-		if _, handed := ev.Handed[o.OrderID]; ev.Handed != nil && !handed {
+	for _, k := range ev.Plan.Keys {
+		if _, handed := ev.Handed[k]; ev.Handed != nil && !handed {
 			a.NotSent++
 			continue
 		}
-		a.Orders++
-		row := ev.Ledger[o.OrderID]
+		a.Keys++
+		n := ev.Applied[k]
 		switch {
-		case row.Issued >= 1 && o.Poison:
-			a.PoisonApplied = append(a.PoisonApplied, o.OrderID)
-		case row.Issued >= 1:
+		case n >= 1 && ev.Plan.Poison[k]:
+			a.PoisonApplied = append(a.PoisonApplied, k)
+		case n >= 1:
 			a.Applied++
-			if sent, ok := ev.SentAt[o.OrderID]; ok && row.Issued == 1 && !row.UpdatedAt.IsZero() {
-				latencies = append(latencies, row.UpdatedAt.Sub(sent))
+			sent, ok := ev.SentAt[k]
+			if at := ev.AppliedAt[k]; ok && n == 1 && !at.IsZero() {
+				latencies = append(latencies, at.Sub(sent))
 			}
-		case dead[o.OrderID]:
-		case unpublished[o.OrderID]:
-			a.Unpublished = append(a.Unpublished, o.OrderID)
+		case dead[k]:
+		case unpublished[k]:
+			a.Unpublished = append(a.Unpublished, k)
 		default:
-			a.Lost = append(a.Lost, o.OrderID)
+			a.Lost = append(a.Lost, k)
 		}
-		if row.Issued > 1 {
-			a.DoubleEffects += row.Issued - 1
-			d := Double{OrderID: o.OrderID, Issued: row.Issued, Causes: causes[o.OrderID]}
+		if n > 1 {
+			a.DoubleEffects += n - 1
+			d := Double{Key: k, Applied: n, Causes: causes[k]}
 			a.Doubled = append(a.Doubled, d)
 			if len(d.Causes) == 0 {
-				a.Unexplained = append(a.Unexplained, o.OrderID)
+				a.Unexplained = append(a.Unexplained, k)
 			}
 		}
 	}
-	for _, id := range ev.Plan.Malformed {
-		if _, sent := ev.Handed[id]; (sent || ev.Handed == nil) && !dead[id] {
-			a.Lost = append(a.Lost, id)
+	for _, id := range ev.MalformedIDs {
+		if !dead[id] {
+			a.Lost = append(a.Lost, "malformed message "+id)
 		}
 	}
 	for _, w := range ev.Windows {
@@ -156,7 +168,7 @@ func Settle(ev Evidence) Account {
 var storageKey = regexp.MustCompile(`#[0-9a-f]{64}`)
 
 // Tidy makes an error fit a line of the report: one line, the storage
-// keys shortened (the order is named next to it), durations of leases
+// keys shortened (the key is named next to it), durations of leases
 // left out so that the same reason groups.
 func Tidy(s string) string {
 	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " / ")
@@ -170,8 +182,8 @@ func Tidy(s string) string {
 // NoReason is the DLQ reason of a message nothing explains.
 const NoReason = "(no reason logged)"
 
-// killsByOrder names, per order, the kinds of kill its invocations met.
-func killsByOrder(events []Event) map[string]string {
+// killsByKey names, per key, the kinds of kill its invocations met.
+func killsByKey(events []Event) map[string]string {
 	kinds := map[string]map[string]bool{}
 	for _, e := range events {
 		what := e.Kind
@@ -192,22 +204,22 @@ func killsByOrder(events []Event) map[string]string {
 	return out
 }
 
-// attribute names, for each order, what could have run its effect twice:
+// attribute names, for each key, what could have run its effect twice:
 // a receipt that was not written (Unconfirmed) or that a zombie lost
 // (LeaseLost), and every kill, freeze or timeout of an invocation whose
-// batch held the order — any record of such a batch may have been between
+// batch held the key — any record of such a batch may have been between
 // its effect and its receipt.
 func attribute(ev Evidence) map[string][]Cause {
 	out := map[string][]Cause{}
 	for _, w := range ev.Windows {
-		id := ev.OrderOf[w.RecordKey]
+		id := ev.KeyOf[w.RecordKey]
 		switch w.Outcome {
 		case "unconfirmed":
 			out[id] = append(out[id], Cause{ClassUnconfirmed, fmt.Sprintf("Unconfirmed at %s: %s", w.At.Format("15:04:05.000"), Tidy(w.Error))})
 		case "lease_lost":
 			out[id] = append(out[id], Cause{ClassLeaseLost, fmt.Sprintf("LeaseLost at %s: the zombie's effect ran, another instance took the key over", w.At.Format("15:04:05.000"))})
 		case EffectTimeout:
-			out[id] = append(out[id], Cause{ClassEffectLate, fmt.Sprintf("effect failed at %s with its ledger write in flight: %s", w.At.Format("15:04:05.000"), Tidy(w.Error))})
+			out[id] = append(out[id], Cause{ClassEffectLate, fmt.Sprintf("effect failed at %s at its deadline, its write in flight: %s", w.At.Format("15:04:05.000"), Tidy(w.Error))})
 		}
 	}
 	for _, e := range ev.Events {
@@ -222,18 +234,18 @@ func attribute(ev Evidence) map[string][]Cause {
 	return out
 }
 
-// cause says what e did, as seen from order id of its batch.
+// cause says what e did, as seen from key id of its batch.
 func (e Event) cause(id string) Cause {
 	at := e.At.Format("15:04:05.000")
 	switch {
-	case e.Kind == EventKill && e.Point == "kill-after":
+	case e.Kind == EventKill && e.Point == lambdarun.PointKillAfter:
 		return Cause{ClassKillMid, fmt.Sprintf("SIGKILL mid-batch %s (%s, %s)", e.Detail, e.Pool, at)}
-	case e.Kind == EventKill && e.Key == id && e.Point == "after-effect":
-		return Cause{ClassKillAfter, fmt.Sprintf("SIGKILL at after-effect of this order (%s, %s)", e.Pool, at)}
+	case e.Kind == EventKill && e.Key == id && e.Point == PointAfterEffect:
+		return Cause{ClassKillAfter, fmt.Sprintf("SIGKILL at after-effect of this key (%s, %s)", e.Pool, at)}
 	case e.Kind == EventKill:
 		return Cause{ClassKillBatch, fmt.Sprintf("SIGKILL at %s of %s, same batch (%s, %s)", e.Point, e.Key, e.Pool, at)}
 	case e.Kind == EventFreeze && e.Key == id:
-		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of this order, %s (%s, %s)", e.Detail, e.Pool, at)}
+		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of this key, %s (%s, %s)", e.Detail, e.Pool, at)}
 	case e.Kind == EventFreeze:
 		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of %s, same batch, %s (%s, %s)", e.Key, e.Detail, e.Pool, at)}
 	case e.Kind == EventTimeout:
@@ -250,7 +262,7 @@ func (a Account) ByCause() []ReasonCount {
 		if len(d.Causes) > 0 {
 			class = d.Causes[0].Class
 		}
-		n[class] += d.Issued - 1
+		n[class] += d.Applied - 1
 	}
 	var out []ReasonCount
 	for class, c := range n {
@@ -284,16 +296,16 @@ func PercentilesOf(ds []time.Duration) Percentiles {
 func (a Account) Problems(leaseMode bool) []string {
 	var p []string
 	if len(a.Lost) > 0 {
-		p = append(p, fmt.Sprintf("%d orders lost (neither applied nor in the DLQ): %s", len(a.Lost), head(a.Lost)))
+		p = append(p, fmt.Sprintf("%d lost (neither applied nor in the DLQ): %s", len(a.Lost), head(a.Lost)))
 	}
 	if len(a.Unpublished) > 0 {
-		p = append(p, fmt.Sprintf("%d orders never published (the producer could not confirm them): %s", len(a.Unpublished), head(a.Unpublished)))
+		p = append(p, fmt.Sprintf("%d keys never published (the producer could not confirm them): %s", len(a.Unpublished), head(a.Unpublished)))
 	}
 	if a.NotSent > 0 {
-		p = append(p, fmt.Sprintf("%d orders never sent: the run stopped first", a.NotSent))
+		p = append(p, fmt.Sprintf("%d keys never sent: the run stopped first", a.NotSent))
 	}
 	if len(a.PoisonApplied) > 0 {
-		p = append(p, fmt.Sprintf("%d poison orders applied: %s", len(a.PoisonApplied), head(a.PoisonApplied)))
+		p = append(p, fmt.Sprintf("%d poison keys applied: %s", len(a.PoisonApplied), head(a.PoisonApplied)))
 	}
 	switch {
 	case !leaseMode && a.DoubleEffects > 0:
@@ -312,7 +324,7 @@ func (a Account) Problems(leaseMode bool) []string {
 func ids(ds []Double) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
-		out[i] = d.OrderID
+		out[i] = d.Key
 	}
 	return out
 }

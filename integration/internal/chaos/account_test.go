@@ -9,33 +9,30 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
-// evidence is a run of five orders, one poison order and one malformed
-// message, with the ledger and DLQ given.
-func evidence(ledger map[string]system.LedgerRow, dead ...system.DeadLetter) Evidence {
-	plan := Plan{Poison: map[string]bool{"p-1": true}, Malformed: []string{"m-1"}}
-	for _, id := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
-		plan.Orders = append(plan.Orders, system.Order{OrderID: id})
+// evidence is a run of five keys, one poison key and one malformed
+// message, with the probe's answer and the DLQ given.
+func evidence(applied map[string]int, dead ...system.DeadLetter) Evidence {
+	plan := Plan{Keys: []string{"o-1", "o-2", "o-3", "o-4", "o-5", "p-1"}, Poison: map[string]bool{"p-1": true}, Malformed: 1}
+	at := map[string]time.Time{}
+	for k := range applied {
+		at[k] = time.Unix(100, 0)
 	}
-	plan.Orders = append(plan.Orders, system.Order{OrderID: "p-1", Poison: true})
-	return Evidence{Plan: plan, Ledger: ledger, DeadLetters: dead, OrderOf: map[string]string{"consumer#h3": "o-3"}, LeaseMode: true}
+	return Evidence{Plan: plan, Applied: applied, AppliedAt: at, DeadLetters: dead, MalformedIDs: []string{"m-1"},
+		KeyOf: map[string]string{"consumer#h3": "o-3"}, LeaseMode: true}
 }
 
-func applied(n int) system.LedgerRow {
-	return system.LedgerRow{Issued: n, UpdatedAt: time.Unix(100, 0)}
-}
+var poisonDead = system.DeadLetter{MessageID: "msg-p", Key: "p-1", Reason: "consumer: injected fault: poison key fails every time"}
+var malformedDead = system.DeadLetter{MessageID: "m-1", Reason: "sqsbatch: key: sqsbatch: body is not a JSON object: unexpected end of JSON input"}
 
-var poisonDead = system.DeadLetter{OrderID: "p-1", Reason: "consumer: injected fault: poison order fails every time"}
-var malformedDead = system.DeadLetter{OrderID: "m-1", Reason: "sqsbatch: key: consumer: malformed order: unexpected end of JSON input"}
-
-func TestSettleEveryOrderAccountedFor(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1)},
-		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-5", Reason: "consumer: ledger update: throttled"})
+func TestSettleEveryKeyAccountedFor(t *testing.T) {
+	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 1, "o-4": 1},
+		poisonDead, malformedDead, system.DeadLetter{MessageID: "msg-5", Key: "o-5", Reason: "effect: ledger update: throttled"})
 	a := Settle(ev)
-	if a.Orders != 6 || a.Applied != 4 || len(a.Lost) != 0 || a.DoubleEffects != 0 {
+	if a.Keys != 6 || a.Applied != 4 || len(a.Lost) != 0 || a.DoubleEffects != 0 {
 		t.Fatalf("account %+v", a)
 	}
-	if !slices.Equal(a.DLQOrders, []string{"o-5"}) || len(a.DLQ) != 3 {
-		t.Fatalf("DLQ %v, plain orders in it %v", a.DLQ, a.DLQOrders)
+	if !slices.Equal(a.DLQKeys, []string{"o-5"}) || len(a.DLQ) != 3 {
+		t.Fatalf("DLQ %v, plain keys in it %v", a.DLQ, a.DLQKeys)
 	}
 	if p := a.Problems(true); len(p) != 0 {
 		t.Fatalf("problems %v", p)
@@ -43,10 +40,10 @@ func TestSettleEveryOrderAccountedFor(t *testing.T) {
 }
 
 func TestSettleLost(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)}, poisonDead)
+	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 1}, poisonDead)
 	ev.Unpublished = []string{"o-4"}
 	a := Settle(ev)
-	if !slices.Equal(a.Lost, []string{"o-5", "m-1"}) || !slices.Equal(a.Unpublished, []string{"o-4"}) {
+	if !slices.Equal(a.Lost, []string{"o-5", "malformed message m-1"}) || !slices.Equal(a.Unpublished, []string{"o-4"}) {
 		t.Fatalf("lost %v, unpublished %v", a.Lost, a.Unpublished)
 	}
 	if p := a.Problems(true); len(p) != 2 {
@@ -56,7 +53,7 @@ func TestSettleLost(t *testing.T) {
 
 func TestSettleDoubleEffectCauses(t *testing.T) {
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(2), "o-2": applied(2), "o-3": applied(2), "o-4": applied(3), "o-5": applied(1)}, poisonDead, malformedDead)
+	ev := evidence(map[string]int{"o-1": 2, "o-2": 2, "o-3": 2, "o-4": 3, "o-5": 1}, poisonDead, malformedDead)
 	ev.Events = []Event{
 		{At: at, Kind: EventKill, Point: PointAfterEffect, Key: "o-1", Pool: "consumer", Batch: []string{"o-1", "o-2"}},
 		{At: at, Kind: EventTimeout, Pool: "consumer", Batch: []string{"o-2"}},
@@ -64,12 +61,12 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 	ev.Windows = []Window{{At: at, Outcome: "unconfirmed", RecordKey: "consumer#h3", Error: "idem: effect ran, receipt not written"}}
 	a := Settle(ev)
 	if a.DoubleEffects != 5 || len(a.Doubled) != 4 {
-		t.Fatalf("double effects %d in %d orders, want 5 in 4", a.DoubleEffects, len(a.Doubled))
+		t.Fatalf("double effects %d in %d keys, want 5 in 4", a.DoubleEffects, len(a.Doubled))
 	}
 	first := map[string]string{}
 	for _, d := range a.Doubled {
 		if len(d.Causes) > 0 {
-			first[d.OrderID] = d.Causes[0].Class
+			first[d.Key] = d.Causes[0].Class
 		}
 	}
 	want := map[string]string{"o-1": ClassKillAfter, "o-2": ClassKillBatch, "o-3": ClassUnconfirmed}
@@ -97,8 +94,8 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 }
 
 func TestSettleEffectTimeoutWindow(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(2), "o-4": applied(1), "o-5": applied(1)}, poisonDead, malformedDead)
-	ev.Windows = []Window{{Outcome: EffectTimeout, RecordKey: "consumer#h3", Error: "consumer: ledger update: context deadline exceeded"}}
+	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 2, "o-4": 1, "o-5": 1}, poisonDead, malformedDead)
+	ev.Windows = []Window{{Outcome: EffectTimeout, RecordKey: "consumer#h3", Error: "effect: ledger update: context deadline exceeded"}}
 	a := Settle(ev)
 	if len(a.Unexplained) != 0 || a.Doubled[0].Causes[0].Class != ClassEffectLate {
 		t.Fatalf("doubled %+v", a.Doubled)
@@ -106,8 +103,8 @@ func TestSettleEffectTimeoutWindow(t *testing.T) {
 }
 
 func TestSettleDeadLetterReasons(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1)},
-		poisonDead, malformedDead, system.DeadLetter{OrderID: "o-4"}, system.DeadLetter{OrderID: "o-5"})
+	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 1},
+		poisonDead, malformedDead, system.DeadLetter{MessageID: "msg-4", Key: "o-4"}, system.DeadLetter{MessageID: "msg-5", Key: "o-5"})
 	ev.Events = []Event{{Kind: EventTimeout, Batch: []string{"o-4"}}, {Kind: EventTimeout, Batch: []string{"o-4"}}}
 	a := Settle(ev)
 	var reasons []string
@@ -123,19 +120,19 @@ func TestSettleDeadLetterReasons(t *testing.T) {
 }
 
 func TestSettlePoisonApplied(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1), "o-2": applied(1), "o-3": applied(1), "o-4": applied(1), "o-5": applied(1), "p-1": applied(1)}, malformedDead)
+	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 1, "o-4": 1, "o-5": 1, "p-1": 1}, malformedDead)
 	if a := Settle(ev); !slices.Equal(a.PoisonApplied, []string{"p-1"}) || len(a.Problems(true)) != 1 {
 		t.Fatalf("poison applied %v, problems %v", a.PoisonApplied, a.Problems(true))
 	}
 }
 
 func TestLatency(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{}, poisonDead, malformedDead)
+	ev := evidence(map[string]int{}, poisonDead, malformedDead)
 	ev.SentAt = map[string]time.Time{}
 	base := time.Unix(1000, 0)
-	for i, o := range ev.Plan.Orders[:5] {
-		ev.Ledger[o.OrderID] = system.LedgerRow{Issued: 1, UpdatedAt: base.Add(time.Duration(i+1) * 100 * time.Millisecond)}
-		ev.SentAt[o.OrderID] = base
+	for i, k := range ev.Plan.Keys[:5] {
+		ev.Applied[k], ev.AppliedAt[k] = 1, base.Add(time.Duration(i+1)*100*time.Millisecond)
+		ev.SentAt[k] = base
 	}
 	l := Settle(ev).Latency
 	if l.N != 5 || l.P50 != 300*time.Millisecond || l.P99 != 500*time.Millisecond || l.Max != 500*time.Millisecond {
@@ -161,17 +158,17 @@ func TestPercentiles(t *testing.T) {
 }
 
 func TestSettleRunStoppedEarly(t *testing.T) {
-	ev := evidence(map[string]system.LedgerRow{"o-1": applied(1)}, malformedDead)
-	ev.Handed = map[string]time.Time{"o-1": {}, "o-2": {}, "m-1": {}}
+	ev := evidence(map[string]int{"o-1": 1}, malformedDead)
+	ev.Handed = map[string]time.Time{"o-1": {}, "o-2": {}}
 	a := Settle(ev)
-	if a.NotSent != 4 || a.Orders != 2 || !slices.Equal(a.Lost, []string{"o-2"}) {
-		t.Fatalf("not sent %d, orders %d, lost %v; want 4, 2, [o-2]", a.NotSent, a.Orders, a.Lost)
+	if a.NotSent != 4 || a.Keys != 2 || !slices.Equal(a.Lost, []string{"o-2"}) {
+		t.Fatalf("not sent %d, keys %d, lost %v; want 4, 2, [o-2]", a.NotSent, a.Keys, a.Lost)
 	}
 }
 
 func TestTidy(t *testing.T) {
-	in := "consumer: ledger update: timeout\nidem: release: dynamostore: release \"consumer#7f3bafc03fac90e26e9726a1de57ccb64052b10c97bc96deb418cefa87f9b9fd\": canceled"
-	if got, want := Tidy(in), `consumer: ledger update: timeout / idem: release: dynamostore: release "consumer#…": canceled`; got != want {
+	in := "effect: ledger update: timeout\nidem: release: dynamostore: release \"consumer#7f3bafc03fac90e26e9726a1de57ccb64052b10c97bc96deb418cefa87f9b9fd\": canceled"
+	if got, want := Tidy(in), `effect: ledger update: timeout / idem: release: dynamostore: release "consumer#…": canceled`; got != want {
 		t.Errorf("Tidy = %q, want %q", got, want)
 	}
 	a := Tidy("idem: in progress elsewhere: consumer#91cfa87bab315f50942ad8fdd98fd280bde2ccda12e46e1fda60fde87943f0ab leased for another 1.924s")

@@ -1,6 +1,6 @@
 // Package chaos throws everything at one running copy of the stack at
-// once, at volume, and accounts for every order at the end: applied exactly
-// once, or in the DLQ with its reason; every double effect named with the
+// once, at volume, and accounts for every key at the end: applied exactly
+// once (the effect's probe says), or in the DLQ with its reason; every double effect named with the
 // kill, freeze or missing receipt that caused it. integration/cmd/chaos
 // (`make chaos`) runs it in both modes and writes the report and chart.
 //
@@ -15,7 +15,7 @@
 //     through an Invoker, which dooms a share of them (see Invoker);
 //   - eight more consumer instances for the same-moment deliveries, two
 //     short-lease instances for zombies, and producer instances;
-//   - a Publisher: the producer Lambda publishes the orders in chunks,
+//   - a Publisher: the producer Lambda publishes the probe's messages in chunks,
 //     re-run when a run fails or times out; re-triggered runs and raw
 //     copies make the duplicates; poison and malformed messages go out in
 //     the first tenth, so that their receives end before the bulk does;
@@ -29,7 +29,7 @@
 // this mix most of an invocation's time is spent asleep — the SDK backs
 // off up to 2 s after a throttle or a 5xx, and a failed batch waits out
 // the 12 s visibility timeout — so 5 loops leave the machine idle and
-// 100,000 orders would take an hour. More concurrent batches on the same
+// 100,000 keys would take an hour. More concurrent batches on the same
 // queue and table is what a deployment with a higher MaximumConcurrency,
 // or two mappings on one queue, does; it changes nothing the guarantees
 // depend on (they hold per key, whatever runs beside it), and it makes the
@@ -37,10 +37,10 @@
 //
 // # Attribution
 //
-// A double effect in lease mode is explained when its order was in the
+// A double effect in lease mode is explained when its key was in the
 // batch of a killed, frozen or timed-out invocation (any record of such a
 // batch may have been between its effect and its receipt), or a consumer
-// logged it Unconfirmed, LeaseLost, or failed with its ledger write cut off
-// at the effect's deadline (EffectTimeout). Anything else is unexplained
+// logged it Unconfirmed, LeaseLost, or failed with its effect's own write
+// cut off at the effect's deadline (EffectTimeout). Anything else is unexplained
 // and fails the run; in transactional mode every double effect does.
 package chaos

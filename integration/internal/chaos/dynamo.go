@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
 // Dynamo is the fault mix on the Lambdas' DynamoDB traffic, and a count of
@@ -14,19 +16,20 @@ import (
 // and effect) and by operation.
 //
 // One exception keeps the measurement honest: in lease mode a lost
-// acknowledgement is not injected on the effect's own ledger write. That
-// write (ADD issued 1) is the deliberately non-idempotent counter that
-// shows double effects; a lost ack there makes the SDK retry an applied
-// ADD, a double effect of the effect's own retry that no idempotency
-// record can see (the README's advice: pass the key downstream). It
-// becomes a 500 instead, which DynamoDB did not apply. In transactional
-// mode the ledger write commits with the receipt, and lost acks on it are
-// exactly what that mode must survive, so they are injected.
+// acknowledgement is not injected on the effect's own writes (a request
+// to another table than the receipts'). The template's effect writes a
+// deliberately non-idempotent counter that shows double effects; a lost
+// ack there makes the SDK retry an applied write, a double effect of the
+// effect's own retry that no idempotency record can see (the README's
+// advice: pass the key downstream). It becomes a 500 instead, which
+// DynamoDB did not apply. In transactional mode the effect's writes commit
+// with the receipt, and lost acks on them are exactly what that mode must
+// survive, so they are injected.
 type Dynamo struct {
-	Rates       Rates
-	LedgerTable string
-	LeaseMode   bool
-	Seed        uint64
+	Rates        Rates
+	ReceiptTable string
+	LeaseMode    bool
+	Seed         uint64
 
 	once   sync.Once
 	mu     sync.Mutex
@@ -44,9 +47,13 @@ func (d *Dynamo) Decider() faultproxy.Decider {
 	return d.decide
 }
 
+// producerKeys marks a request of the producer's guard: its storage keys
+// (`"producer#…`).
+var producerKeys = []byte(`"` + contract.ProducerNamespace + idem.KeySeparator)
+
 func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
 	who := "consumer"
-	if bytes.Contains(r.Body, []byte(`"producer#`)) {
+	if bytes.Contains(r.Body, producerKeys) {
 		who = "producer"
 	}
 	d.mu.Lock()
@@ -61,7 +68,7 @@ func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
 		kind = faultproxy.Fail
 	case x < d.Rates.Throttle+d.Rates.Fail+d.Rates.LoseAck:
 		kind = faultproxy.LoseAck
-		if d.LeaseMode && r.Op == "UpdateItem" && bytes.Contains(r.Body, []byte(`"TableName":"`+d.LedgerTable+`"`)) {
+		if d.LeaseMode && r.Op != "TransactWriteItems" && !bytes.Contains(r.Body, []byte(`"TableName":"`+d.ReceiptTable+`"`)) {
 			kind = faultproxy.Fail
 		}
 	default:

@@ -6,8 +6,8 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 )
 
-func TestDynamoLostAckOnTheLedgerInLeaseMode(t *testing.T) {
-	ledgerWrite := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"orderId":{"S":"o-1"}},"TableName":"Ledger-x","UpdateExpression":"ADD #0 :0"}`)}
+func TestDynamoLostAckOnTheEffectInLeaseMode(t *testing.T) {
+	effectWrite := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"id":{"S":"o-1"}},"TableName":"Ledger-x","UpdateExpression":"ADD #0 :0"}`)}
 	receipt := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"pk":{"S":"consumer#ab"}},"TableName":"Receipts-x"}`)}
 	for _, c := range []struct {
 		lease   bool
@@ -15,11 +15,11 @@ func TestDynamoLostAckOnTheLedgerInLeaseMode(t *testing.T) {
 		want    faultproxy.Kind
 		comment string
 	}{
-		{true, ledgerWrite, faultproxy.Fail, "lease mode: a lost ack on the counter would be the SDK's double effect"},
+		{true, effectWrite, faultproxy.Fail, "lease mode: a lost ack on the effect's write would be the SDK's double effect"},
 		{true, receipt, faultproxy.LoseAck, "lease mode: receipts get lost acks"},
-		{false, ledgerWrite, faultproxy.LoseAck, "transactional mode: everything gets lost acks"},
+		{false, effectWrite, faultproxy.LoseAck, "transactional mode: everything gets lost acks"},
 	} {
-		d := &Dynamo{Rates: Rates{LoseAck: 1}, LedgerTable: "Ledger-x", LeaseMode: c.lease}
+		d := &Dynamo{Rates: Rates{LoseAck: 1}, ReceiptTable: "Receipts-x", LeaseMode: c.lease}
 		if got := d.Decider()(c.req).Kind; got != c.want {
 			t.Errorf("%s: %v, want %v", c.comment, got, c.want)
 		}
@@ -27,7 +27,7 @@ func TestDynamoLostAckOnTheLedgerInLeaseMode(t *testing.T) {
 }
 
 func TestDynamoMixAndCounts(t *testing.T) {
-	d := &Dynamo{Rates: Rates{Throttle: 0.1, Fail: 0.1, LoseAck: 0.1}, LedgerTable: "L", Seed: 5}
+	d := &Dynamo{Rates: Rates{Throttle: 0.1, Fail: 0.1, LoseAck: 0.1}, ReceiptTable: "R", Seed: 5}
 	decide := d.Decider()
 	producer := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"pk":{"S":"producer#00"}}}`)}
 	consumer := faultproxy.Request{Op: "TransactWriteItems", Body: []byte(`{"TransactItems":[]}`)}

@@ -13,14 +13,14 @@ const (
 	EventCrash   = "crash"   // the process died on its own
 )
 
-// Event is one thing done to an invocation. Batch lists the order ids of
+// Event is one thing done to an invocation. Batch lists the keys of
 // its records: a kill or freeze can leave any of them between their effect
 // and their receipt, which is how double effects are attributed.
 type Event struct {
 	At     time.Time
 	Kind   string
 	Point  string // before-effect, after-effect, kill-after (mid-batch)
-	Key    string // the order at the fault point, if any
+	Key    string // the key at the fault point, if any
 	Pool   string // the pool the invocation ran on
 	Batch  []string
 	Detail string

@@ -8,21 +8,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/sqsidem/pkg/idem"
-	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
 )
 
-// sentTimes keeps, per order, the earliest SentTimestamp of its messages.
+// sentTimes keeps, per key, the earliest SentTimestamp of its messages.
 type sentTimes struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	key string // the key attribute
+	mu  sync.Mutex
+	at  map[string]time.Time
 }
 
 func (s *sentTimes) add(msgs []sqstypes.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {
-		a, ok := m.MessageAttributes["orderId"]
+		a, ok := m.MessageAttributes[s.key]
 		ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64)
 		if !ok || err != nil {
 			continue
@@ -34,8 +34,8 @@ func (s *sentTimes) add(msgs []sqstypes.Message) {
 	}
 }
 
-// merged fills in, from the publisher's own clock, orders whose messages
-// the poller never saw (delivered only directly).
+// merged fills in, from the publisher's own clock, keys whose messages the
+// poller never saw (delivered only directly).
 func (s *sentTimes) merged(first map[string]time.Time) map[string]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -47,18 +47,11 @@ func (s *sentTimes) merged(first map[string]time.Time) map[string]time.Time {
 	return s.at
 }
 
-// storageKeys maps the consumer's storage keys back to order ids.
-func storageKeys(plan Plan, namespace string) map[string]string {
-	if namespace == "" {
-		namespace = "consumer"
-	}
-	g, err := idem.New(idemtest.NewMemoryStore(), namespace)
-	if err != nil {
-		return nil
-	}
-	out := make(map[string]string, len(plan.Orders))
-	for _, o := range plan.Orders {
-		out[g.StorageKey(o.OrderID)] = o.OrderID
+// storageKeys maps the consumer's storage keys back to keys.
+func storageKeys(plan Plan, s *system.System) map[string]string {
+	out := make(map[string]string, len(plan.Keys))
+	for _, k := range plan.Keys {
+		out[s.StorageKey(k)] = k
 	}
 	return out
 }

@@ -13,12 +13,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-// The consumer's fault points (functions/consumer/faults.go).
+// The consumer's fault points (the runtime's fault switches).
 const (
-	PointBeforeEffect = "before-effect"
-	PointAfterEffect  = "after-effect"
+	PointBeforeEffect = consumer.FaultBeforeEffect
+	PointAfterEffect  = consumer.FaultAfterEffect
 )
 
 // Invoker is every consumer invocation of a run: the poller's batches, the
@@ -47,8 +48,11 @@ type Invoker struct {
 	// froze (default: not bounded).
 	Context context.Context
 	Main    *lambdarun.Pool // the mapping's instances
-	FanOut  *lambdarun.Pool // 8 instances for same-moment deliveries
-	Zombie  *lambdarun.Pool // short-lease instances that get frozen
+	// Key is the consumer's key: the message attribute, else the body's
+	// field, that names a record's key in the events.
+	Key    string
+	FanOut *lambdarun.Pool // 8 instances for same-moment deliveries
+	Zombie *lambdarun.Pool // short-lease instances that get frozen
 	// ZombieSize is the number of instances in Zombie.
 	ZombieSize    int
 	Rates         Rates // Kill and Zombie are used
@@ -96,7 +100,7 @@ func (v *Invoker) Batches() int64 { return v.batches.Load() }
 func (v *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	v.init()
 	v.batches.Add(1)
-	b := parseBatch(payload)
+	b := v.parseBatch(payload)
 	if v.Zombie != nil && v.draw("zombie", v.Rates.Zombie) {
 		if v.zombies.Add(1) <= int32(v.ZombieSize) {
 			return v.zombie(ctx, b, payload)
@@ -111,12 +115,16 @@ func (v *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // waits for the answers.
 func (v *Invoker) FanOutNow(ctx context.Context, payload []byte, copies int) {
 	v.init()
-	b := parseBatch(payload)
+	b := v.parseBatch(payload)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for range copies {
 		wg.Go(func() {
-			<-start
+			select {
+			case <-start:
+			case <-ctx.Done():
+				return
+			}
 			_, _ = v.invoke(ctx, v.FanOut, b, payload)
 		})
 	}
@@ -260,24 +268,24 @@ func (v *Invoker) takeOver(rec events.SQSMessage) {
 	v.records.Add(1)
 	v.invokes.Add(1)
 	if _, err := v.Main.Invoke(ctx, payload); err != nil {
-		v.unexpected(err, v.Main.Name(), batch{keys: []string{orderIDOf(rec)}}, false)
+		v.unexpected(err, v.Main.Name(), batch{keys: []string{v.keyOf(rec)}}, false)
 	}
 }
 
-// batch is what the invoker needs of an event: each record's order id.
+// batch is what the invoker needs of an event: each record's key.
 type batch struct {
 	keys    []string
 	records []events.SQSMessage
 }
 
-func parseBatch(payload []byte) batch {
+func (v *Invoker) parseBatch(payload []byte) batch {
 	var ev events.SQSEvent
 	if json.Unmarshal(payload, &ev) != nil {
 		return batch{}
 	}
 	b := batch{records: ev.Records, keys: make([]string, len(ev.Records))}
 	for i, r := range ev.Records {
-		b.keys[i] = orderIDOf(r)
+		b.keys[i] = v.keyOf(r)
 	}
 	return b
 }
@@ -291,14 +299,17 @@ func (b batch) record(key string) (events.SQSMessage, bool) {
 	return events.SQSMessage{}, false
 }
 
-// orderIDOf is the consumer's key: the orderId attribute, else the body's.
-func orderIDOf(r events.SQSMessage) string {
-	if a, ok := r.MessageAttributes["orderId"]; ok && a.StringValue != nil {
+// keyOf is a record's key as the consumer reads it: the key attribute,
+// else the body's field; "" for neither.
+func (v *Invoker) keyOf(r events.SQSMessage) string {
+	if a, ok := r.MessageAttributes[v.Key]; ok && a.StringValue != nil {
 		return *a.StringValue
 	}
-	var o struct {
-		OrderID string `json:"orderId"`
+	var fields map[string]any
+	if json.Unmarshal([]byte(r.Body), &fields) == nil {
+		if k, ok := fields[v.Key].(string); ok {
+			return k
+		}
 	}
-	_ = json.Unmarshal([]byte(r.Body), &o)
-	return o.OrderID
+	return ""
 }

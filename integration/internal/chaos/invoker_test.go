@@ -49,12 +49,12 @@ func TestKillPlanThatDidNotFireMovesOn(t *testing.T) {
 func TestParseBatch(t *testing.T) {
 	id := "o-attr"
 	ev := events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "m1", Body: `{"orderId":"o-body"}`, MessageAttributes: map[string]events.SQSMessageAttribute{"orderId": {StringValue: &id, DataType: "String"}}},
-		{MessageId: "m2", Body: `{"orderId":"o-body"}`},
-		{MessageId: "m3", Body: `{"orderId": "cut`},
+		{MessageId: "m1", Body: `{"ref":"o-body"}`, MessageAttributes: map[string]events.SQSMessageAttribute{"ref": {StringValue: &id, DataType: "String"}}},
+		{MessageId: "m2", Body: `{"ref":"o-body"}`},
+		{MessageId: "m3", Body: `{"ref": "cut`},
 	}}
 	payload, _ := json.Marshal(ev)
-	b := parseBatch(payload)
+	b := (&Invoker{Key: "ref"}).parseBatch(payload)
 	if !slices.Equal(b.keys, []string{"o-attr", "o-body", ""}) {
 		t.Fatalf("keys %q", b.keys)
 	}

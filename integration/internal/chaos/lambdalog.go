@@ -11,42 +11,46 @@ import (
 
 // LambdaLog reads the Lambdas' output as the harness writes it (prefixed
 // lines) and keeps what the report needs: the consumers' record outcomes,
-// and each record whose effect may have run without a receipt it could
-// keep, with the reason: Unconfirmed, LeaseLost, and an effect whose own
-// ledger write timed out (see EffectTimeout). Everything is also copied to
-// Out (the run's log file). Only the few lines of interest are decoded.
+// when each storage key was first executed, and each record whose effect
+// may have run without a receipt it could keep, with the reason:
+// Unconfirmed, LeaseLost, and an effect that failed at its deadline (see
+// EffectTimeout). Everything is also copied to Out (the run's log file).
+// Only the few lines of interest are decoded.
 type LambdaLog struct {
 	Out io.Writer
 
 	mu       sync.Mutex
 	buf      []byte
 	outcomes map[string]int
+	executed map[string]time.Time // storage key → first executed
 	windows  []Window
 }
 
-// EffectTimeout is the Window outcome of a record whose effect failed
-// because its ledger write ran into the effect's deadline: DynamoDB may
-// have applied it all the same (the request was sent; only the answer was
-// late). The Guard sees an effect error, releases the record and the next
-// delivery runs the effect again: the lease-mode window, opened by a
-// timeout rather than a crash, and not one the library can name
-// (Unconfirmed is for a receipt that could not be written).
+// EffectTimeout is the Window outcome of a record whose effect failed at
+// its deadline: its own write may have been applied all the same (the
+// request was sent; only the answer was late). The Guard sees an effect
+// error, releases the record and the next delivery runs the effect again:
+// the lease-mode window, opened by a timeout rather than a crash, and not
+// one the library can name (Unconfirmed is for a receipt that could not
+// be written). A failed record is the effect's error (a store's is a
+// StoreError), so its deadline is the effect's.
 const EffectTimeout = "effect_timeout"
 
 // Window is a record whose effect ran, or may have, without its receipt.
 type Window struct {
 	At        time.Time
 	Outcome   string // "unconfirmed", "lease_lost" or EffectTimeout
-	RecordKey string // the storage key (namespace#sha256(order id))
+	RecordKey string // the storage key (namespace#sha256(key))
 	MessageID string
 	Error     string
 }
 
 var (
-	recordMsg    = []byte(`"msg":"record `)
-	outcomeKey   = []byte(`"outcome":"`)
-	ledgerUpdate = []byte(`consumer: ledger update: `)
-	lateAnswer   = [][]byte{[]byte(`deadline exceeded`), []byte(`canceled`)}
+	recordMsg  = []byte(`"msg":"record `)
+	outcomeKey = []byte(`"outcome":"`)
+	timeKey    = []byte(`"time":"`)
+	recordKey  = []byte(`"record_key":"`)
+	lateAnswer = [][]byte{[]byte(`deadline exceeded`), []byte(`canceled`)}
 )
 
 func (l *LambdaLog) Write(p []byte) (int, error) {
@@ -58,7 +62,7 @@ func (l *LambdaLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.outcomes == nil {
-		l.outcomes = map[string]int{}
+		l.outcomes, l.executed = map[string]int{}, map[string]time.Time{}
 	}
 	l.buf = append(l.buf, p...)
 	for {
@@ -88,8 +92,11 @@ func (l *LambdaLog) line(b []byte) {
 	outcome := string(rest[:j])
 	l.outcomes[outcome]++
 	switch {
+	case outcome == "executed":
+		l.firstExecuted(b)
+		return
 	case outcome == "unconfirmed", outcome == "lease_lost":
-	case outcome == "failed" && bytes.Contains(b, ledgerUpdate) && (bytes.Contains(b, lateAnswer[0]) || bytes.Contains(b, lateAnswer[1])):
+	case outcome == "failed" && (bytes.Contains(b, lateAnswer[0]) || bytes.Contains(b, lateAnswer[1])):
 		outcome = EffectTimeout
 	default:
 		return
@@ -105,6 +112,41 @@ func (l *LambdaLog) line(b []byte) {
 		return
 	}
 	l.windows = append(l.windows, Window{At: rec.Time, Outcome: outcome, RecordKey: rec.RecordKey, MessageID: rec.MessageID, Error: rec.Error})
+}
+
+// firstExecuted notes when the storage key of an "executed" line was
+// first executed, without decoding the line: there is one per key.
+func (l *LambdaLog) firstExecuted(b []byte) {
+	key, at := field(b, recordKey), field(b, timeKey)
+	if key == "" {
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if old, ok := l.executed[key]; err != nil || (ok && !t.Before(old)) {
+		return
+	}
+	l.executed[key] = t
+}
+
+// field is the string value after prefix in b, "" when there is none.
+func field(b, prefix []byte) string {
+	i := bytes.Index(b, prefix)
+	if i < 0 {
+		return ""
+	}
+	rest := b[i+len(prefix):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
+}
+
+// Executed returns when each storage key was first executed.
+func (l *LambdaLog) Executed() map[string]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.executed)
 }
 
 // Outcomes returns the record outcomes logged so far.

@@ -4,21 +4,23 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLambdaLog(t *testing.T) {
 	var out bytes.Buffer
 	l := &LambdaLog{Out: &out}
 	lines := strings.Join([]string{
-		`[consumer#0 pid=1] {"time":"2026-01-01T10:00:00Z","level":"INFO","msg":"record done","message_id":"m1","outcome":"executed","attempts":1,"record_key":"consumer#a"}`,
+		`[consumer#0 pid=1] {"time":"2026-01-01T10:00:00.5Z","level":"INFO","msg":"record done","message_id":"m1","outcome":"executed","attempts":1,"record_key":"consumer#a"}`,
+		`[consumer#1 pid=2] {"time":"2026-01-01T10:00:00.25Z","level":"INFO","msg":"record done","message_id":"m1b","outcome":"executed","attempts":1,"record_key":"consumer#a"}`,
 		`[consumer#0 pid=1] {"time":"2026-01-01T10:00:00Z","level":"INFO","msg":"record done","message_id":"m2","outcome":"duplicate","attempts":1,"record_key":"consumer#b"}`,
 		`[consumer#1 pid=2] {"time":"2026-01-01T10:00:01Z","level":"ERROR","msg":"record done without receipt","message_id":"m3","outcome":"unconfirmed","attempts":1,"record_key":"consumer#c","error":"idem: effect ran, receipt not written"}`,
 		`[consumer-zombie#0 pid=3] {"time":"2026-01-01T10:00:02Z","level":"ERROR","msg":"record failed","message_id":"m4","outcome":"lease_lost","attempts":1,"record_key":"consumer#d","error":"idem: lease lost"}`,
-		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m5","outcome":"failed","attempts":1,"record_key":"consumer#e","error":"consumer: ledger update: operation error DynamoDB: UpdateItem, canceled, context deadline exceeded"}`,
-		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"record_key":"consumer#f","error":"consumer: injected fault: poison order fails every time"}`,
+		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m5","outcome":"failed","attempts":1,"record_key":"consumer#e","error":"effect: write: operation error DynamoDB: UpdateItem, canceled, context deadline exceeded"}`,
+		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"record_key":"consumer#f","error":"consumer: injected fault: poison key fails every time"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"INFO","msg":"batch done","records":6}`,
 		`12:00:00.000 [consumer harness] consumer#2 request r timed out after 2s`,
-		`[producer#0 pid=5] {"msg":"orders done","sent":10}`,
+		`[producer#0 pid=5] {"msg":"messages done","sent":10}`,
 	}, "\n") + "\n"
 	// Written in pieces that split lines, as pipes do.
 	for i := 0; i < len(lines); i += 37 {
@@ -30,8 +32,11 @@ func TestLambdaLog(t *testing.T) {
 		t.Fatal("Out did not get the log as written")
 	}
 	o := l.Outcomes()
-	if o["executed"] != 1 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 2 || len(o) != 5 {
+	if o["executed"] != 2 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 2 || len(o) != 5 {
 		t.Fatalf("outcomes %v", o)
+	}
+	if at := l.Executed()["consumer#a"]; !at.Equal(time.Date(2026, 1, 1, 10, 0, 0, 250e6, time.UTC)) || len(l.Executed()) != 1 {
+		t.Errorf("executed %v, want consumer#a first at 10:00:00.25", l.Executed())
 	}
 	w := l.Windows()
 	if len(w) != 3 {

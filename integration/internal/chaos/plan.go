@@ -2,24 +2,24 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
-
-	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"slices"
 )
 
-// Rates are the chaos mix. Order shares are of the orders published; the
+// Rates are the chaos mix. Key shares are of the keys published; the
 // kill and zombie shares are of consumer invocations; the DynamoDB shares
 // are of the Lambdas' DynamoDB requests.
 type Rates struct {
-	Duplicates float64 // orders sent again: half by re-triggered producer runs, half as raw copies
-	FanOut     float64 // orders also delivered to 8 instances at the same moment
+	Duplicates float64 // keys sent again: half by re-triggered producer runs, half as raw copies
+	FanOut     float64 // keys also delivered to 8 instances at the same moment
 	Kill       float64 // invocations SIGKILLed: before the effect, after it, or mid-batch
 	Zombie     float64 // invocations frozen past their lease and taken over
 	Throttle   float64 // DynamoDB requests throttled
 	Fail       float64 // DynamoDB requests answered 500
 	LoseAck    float64 // DynamoDB requests applied, then answered 500
-	Poison     float64 // orders that fail every time (extra orders)
-	Malformed  float64 // messages whose body is not an order (extra messages)
+	Poison     float64 // keys that fail every time (extra keys)
+	Malformed  float64 // messages no key can be read from (extra messages)
 }
 
 // DefaultRates is the mix.
@@ -46,55 +46,60 @@ func (r Rates) Validate() error {
 
 // Plan is what one mode publishes, decided up front from a seed.
 type Plan struct {
-	Orders []system.Order // in publishing order; poison orders among them
-	// Retrigger and Raw are the orders sent again: by a re-triggered
+	Keys []string // in publishing order; poison keys among them
+	// Retrigger and Raw are the keys sent again: by a re-triggered
 	// producer run (its guard must skip them) and by another upstream
 	// that knows nothing of the producer.
 	Retrigger, Raw map[string]bool
 	FanOut         map[string]bool
-	Poison         map[string]bool
-	// Malformed are the order ids of messages whose body is cut short;
-	// they travel in the orderId attribute and can only end in the DLQ.
-	Malformed []string
+	// Poison keys fail every time (the consumer's FAULT_POISON_KEYS): they
+	// can only end in the DLQ.
+	Poison map[string]bool
+	// Malformed is the number of messages no key can be read from
+	// (system.Malformed, no key attribute): they can only end in the DLQ.
+	Malformed int
 }
 
-// NewPlan returns the plan for n orders with ids prefix-000000 ….
+// NewPlan returns the plan for n keys prefix-000000 ….
 func NewPlan(prefix string, n int, r Rates, seed uint64) Plan {
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	p := Plan{Retrigger: map[string]bool{}, Raw: map[string]bool{}, FanOut: map[string]bool{}, Poison: map[string]bool{}}
-	plain := make([]system.Order, n)
+	plain := make([]string, n)
 	for i := range plain {
-		plain[i] = system.Order{OrderID: fmt.Sprintf("%s-%06d", prefix, i), Customer: fmt.Sprintf("c-%d", i%997), AmountCents: int64(100 + i%5000)}
+		plain[i] = fmt.Sprintf("%s-%06d", prefix, i)
 	}
 	for _, i := range rng.Perm(n)[:count(n, r.Duplicates)] {
 		if rng.IntN(2) == 0 {
-			p.Retrigger[plain[i].OrderID] = true
+			p.Retrigger[plain[i]] = true
 		} else {
-			p.Raw[plain[i].OrderID] = true
+			p.Raw[plain[i]] = true
 		}
 	}
 	for _, i := range rng.Perm(n)[:count(n, r.FanOut)] {
-		p.FanOut[plain[i].OrderID] = true
+		p.FanOut[plain[i]] = true
 	}
-	// Poison orders go out in the first tenth of the run, so that their
+	// Poison keys go out in the first tenth of the run, so that their
 	// receives (three, a visibility timeout apart: 36 s in the test
 	// profile) end in the DLQ while the bulk still runs rather than after.
 	poisonAt := map[int]bool{}
 	for want := min(count(n, r.Poison), max(n/10, 1)); len(poisonAt) < want; {
 		poisonAt[rng.IntN(max(n/10, 1))] = true
 	}
-	for i, o := range plain {
-		p.Orders = append(p.Orders, o)
+	for i, k := range plain {
+		p.Keys = append(p.Keys, k)
 		if poisonAt[i] {
-			q := system.Order{OrderID: fmt.Sprintf("%s-poison-%04d", prefix, len(p.Poison)), Customer: "c-poison", AmountCents: 1, Poison: true}
-			p.Orders = append(p.Orders, q)
-			p.Poison[q.OrderID] = true
+			q := fmt.Sprintf("%s-poison-%04d", prefix, len(p.Poison))
+			p.Keys = append(p.Keys, q)
+			p.Poison[q] = true
 		}
 	}
-	for i := range count(n, r.Malformed) {
-		p.Malformed = append(p.Malformed, fmt.Sprintf("%s-malformed-%04d", prefix, i))
-	}
+	p.Malformed = count(n, r.Malformed)
 	return p
+}
+
+// PoisonKeys are the poison keys, sorted: the consumer's FAULT_POISON_KEYS.
+func (p Plan) PoisonKeys() []string {
+	return slices.Sorted(maps.Keys(p.Poison))
 }
 
 // count is share of n, rounded; at least 1 when share > 0, so a small run

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,13 +10,13 @@ import (
 func TestNewPlanShares(t *testing.T) {
 	p := NewPlan("l", 10_000, DefaultRates, 7)
 	plain := 0
-	for _, o := range p.Orders {
-		if !o.Poison {
+	for _, k := range p.Keys {
+		if !p.Poison[k] {
 			plain++
 		}
 	}
-	if plain != 10_000 || len(p.Poison) != 10 || len(p.Malformed) != 10 {
-		t.Fatalf("plain %d, poison %d, malformed %d; want 10000, 10, 10", plain, len(p.Poison), len(p.Malformed))
+	if plain != 10_000 || len(p.Poison) != 10 || p.Malformed != 10 {
+		t.Fatalf("plain %d, poison %d, malformed %d; want 10000, 10, 10", plain, len(p.Poison), p.Malformed)
 	}
 	if dups := len(p.Retrigger) + len(p.Raw); dups != 3000 {
 		t.Fatalf("duplicates %d, want 3000", dups)
@@ -35,13 +36,16 @@ func TestNewPlanShares(t *testing.T) {
 
 func TestNewPlanPoisonEarly(t *testing.T) {
 	p := NewPlan("t", 4000, DefaultRates, 1)
-	for i, o := range p.Orders {
-		if o.Poison && i > 400+len(p.Poison) {
-			t.Fatalf("poison order %s at position %d: want it in the first tenth", o.OrderID, i)
+	for i, k := range p.Keys {
+		if p.Poison[k] && i > 400+len(p.Poison) {
+			t.Fatalf("poison key %s at position %d: want it in the first tenth", k, i)
 		}
-		if o.Poison && !strings.HasPrefix(o.OrderID, "t-poison-") {
-			t.Fatalf("poison order id %q", o.OrderID)
+		if p.Poison[k] && !strings.HasPrefix(k, "t-poison-") {
+			t.Fatalf("poison key %q", k)
 		}
+	}
+	if got := p.PoisonKeys(); len(got) != len(p.Poison) || !slices.IsSorted(got) {
+		t.Fatalf("PoisonKeys %v", got)
 	}
 }
 
@@ -57,11 +61,11 @@ func TestNewPlanDeterministic(t *testing.T) {
 
 func TestNewPlanSmallRunGetsOneOfEach(t *testing.T) {
 	p := NewPlan("s", 50, DefaultRates, 1)
-	if len(p.Poison) != 1 || len(p.Malformed) != 1 || len(p.FanOut) != 1 {
-		t.Fatalf("poison %d, malformed %d, fan-out %d; want one each", len(p.Poison), len(p.Malformed), len(p.FanOut))
+	if len(p.Poison) != 1 || p.Malformed != 1 || len(p.FanOut) != 1 {
+		t.Fatalf("poison %d, malformed %d, fan-out %d; want one each", len(p.Poison), p.Malformed, len(p.FanOut))
 	}
 	none := NewPlan("s", 50, Rates{}, 1)
-	if len(none.Poison)+len(none.Malformed)+len(none.FanOut)+len(none.Raw)+len(none.Retrigger) != 0 || len(none.Orders) != 50 {
+	if len(none.Poison)+none.Malformed+len(none.FanOut)+len(none.Raw)+len(none.Retrigger) != 0 || len(none.Keys) != 50 {
 		t.Fatalf("zero rates: %+v", none)
 	}
 }

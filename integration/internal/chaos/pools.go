@@ -13,6 +13,7 @@ import (
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // pools are the instances the run adds to the stack's own: consumers for
@@ -25,8 +26,8 @@ func startPools(ctx context.Context, s *system.System, producers int, producerLo
 	fan.Name = fn.Name + "-fanout"
 	zombie := s.Consumer.Function()
 	zombie.Name = fn.Name + "-zombie"
-	zombie.Env[contract.EnvLease] = zombieLease
-	zombie.Env[contract.EnvSafetyMargin] = zombieMargin
+	zombie.Env[consumer.EnvLease] = zombieLease
+	zombie.Env[consumer.EnvSafetyMargin] = zombieMargin
 	p := &pools{}
 	var err error
 	if p.fanOut, err = lambdarun.Start(ctx, fan, fanOutInstances, lambdarun.WithLog(log)); err != nil {

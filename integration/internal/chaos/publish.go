@@ -20,14 +20,14 @@ import (
 // Publisher sends a Plan the way upstreams do: the producer Lambda
 // publishes it in chunks, one run per producer instance at a time (a
 // scheduler may invoke the producer as often as it likes: the stack does
-// not cap it); a run that errs, times out or leaves orders unsent is
-// run again for its orders, as a scheduler would, and the producer's guard
-// keeps the re-runs from sending an order twice. After each chunk another
-// upstream sends its Raw orders again straight to the queue, its FanOut
-// orders are delivered to 8 instances at once, now and then a malformed
-// message goes out, and its Retrigger orders wait for a re-triggered
-// producer run (the guard must skip them; some of them are still being
-// sent by another run).
+// not cap it); a run that errs, times out or leaves messages unsent is
+// run again for its messages, as a scheduler would, and the producer's
+// guard keeps the re-runs from sending one twice. After each chunk another
+// upstream sends its Raw keys again straight to the queue, its FanOut keys
+// are delivered to 8 instances at once, now and then a malformed message
+// goes out, and its Retrigger keys wait for a re-triggered producer run
+// (the guard must skip them; some of them are still being sent by another
+// run). The messages are the effect's probe's (system.Messages).
 //
 // Backlog bounds the messages waiting in the queue: publishing pauses above
 // it, so the run measures the system at its capacity with a queue of
@@ -49,11 +49,12 @@ type Publisher struct {
 	sent, raw, malformed, retriggered, skipped, reruns, fanOuts atomic.Int64
 	runs, runNanos                                              atomic.Int64
 
-	mu          sync.Mutex
-	rerunWhy    map[string]int
-	unpublished []string
-	firstSend   map[string]time.Time
-	again       []system.Order // published, waiting for a re-triggered run
+	mu           sync.Mutex
+	rerunWhy     map[string]int
+	unpublished  []string
+	firstSend    map[string]time.Time // by key, and by message id for the malformed
+	malformedIDs []string
+	again        []system.Message // published, waiting for a re-triggered run
 }
 
 // PublishStats is what was published.
@@ -61,12 +62,12 @@ type PublishStats struct {
 	Sent        int64 // messages the producer reported sent, re-runs included
 	Raw         int64 // raw duplicate messages
 	Malformed   int64
-	Retriggered int64 // orders in re-triggered runs
+	Retriggered int64 // keys in re-triggered runs
 	Skipped     int64 // of them, skipped by the producer's guard
 	Reruns      int64 // producer runs repeated
 	RerunWhy    map[string]int
 	FanOuts     int64
-	Unpublished []string      // orders no run could confirm sent
+	Unpublished []string      // keys no run could confirm sent
 	Runs        int64         // producer invocations
 	RunTime     time.Duration // their mean duration
 }
@@ -86,13 +87,20 @@ func (p *Publisher) Stats() PublishStats {
 	}
 }
 
-// FirstSend returns when each order was first handed to the producer
-// (and each malformed message sent); the queue's SentTimestamp is more
+// FirstSend returns when each key was first handed to the producer (and
+// each malformed message sent, by id); the queue's SentTimestamp is more
 // precise and wins when known.
 func (p *Publisher) FirstSend() map[string]time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.firstSend)
+}
+
+// MalformedIDs returns the message ids of the malformed messages sent.
+func (p *Publisher) MalformedIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.malformedIDs)
 }
 
 // Run publishes the whole plan and returns when every chunk, re-trigger,
@@ -102,16 +110,15 @@ func (p *Publisher) Run(ctx context.Context) error {
 	if p.Runs <= 0 {
 		p.Runs = 1
 	}
-	chunks := slices.Collect(slices.Chunk(p.Plan.Orders, max(p.Chunk, 1)))
+	chunks := slices.Collect(slices.Chunk(p.Plan.Keys, max(p.Chunk, 1)))
 	// Malformed messages go out with the chunks of the first tenth (see
-	// the poison orders in NewPlan).
-	malformedAt := map[int][]string{}
-	for i, id := range p.Plan.Malformed {
-		at := i * max(len(chunks)/10, 1) / max(len(p.Plan.Malformed), 1)
-		malformedAt[at] = append(malformedAt[at], id)
+	// the poison keys in NewPlan).
+	malformedAt := map[int]int{}
+	for i := range p.Plan.Malformed {
+		malformedAt[i*max(len(chunks)/10, 1)/max(p.Plan.Malformed, 1)]++
 	}
 
-	fanOut := make(chan system.Order, 1024)
+	fanOut := make(chan system.Message, 1024)
 	var fanWG sync.WaitGroup
 	fanWG.Go(func() {
 		for o := range fanOut {
@@ -145,21 +152,29 @@ func (p *Publisher) Run(ctx context.Context) error {
 	return err
 }
 
-func (p *Publisher) chunk(ctx context.Context, orders []system.Order, malformed []string, fanOut chan<- system.Order) {
-	p.markSent(orders)
-	p.produce(ctx, orders, false)
-	for _, o := range orders {
-		if p.Plan.FanOut[o.OrderID] {
+func (p *Publisher) chunk(ctx context.Context, keys []string, malformed int, fanOut chan<- system.Message) {
+	msgs, err := p.Sys.Messages(ctx, keys...)
+	if err != nil {
+		p.logf("messages: %v", err)
+		p.mu.Lock()
+		p.unpublished = append(p.unpublished, keys...)
+		p.mu.Unlock()
+		return
+	}
+	p.markSent(keys...)
+	p.produce(ctx, msgs, false)
+	for _, m := range msgs {
+		if p.Plan.FanOut[m.Key] {
 			select {
-			case fanOut <- o:
+			case fanOut <- m:
 			case <-ctx.Done():
 			}
 		}
 	}
-	var raw []system.Order
-	for _, o := range orders {
-		if p.Plan.Raw[o.OrderID] {
-			raw = append(raw, o)
+	var raw []system.Message
+	for _, m := range msgs {
+		if p.Plan.Raw[m.Key] {
+			raw = append(raw, m)
 		}
 	}
 	if err := p.Sys.SendRaw(ctx, raw...); err != nil {
@@ -167,31 +182,35 @@ func (p *Publisher) chunk(ctx context.Context, orders []system.Order, malformed 
 	} else {
 		p.raw.Add(int64(len(raw)))
 	}
-	for _, id := range malformed {
-		if _, err := p.Sys.SendBody(ctx, `{"orderId": "`+id+`", "amountCents": 12`, id); err != nil {
+	for range malformed {
+		id, err := p.Sys.SendBody(ctx, system.Malformed, "")
+		if err != nil {
 			p.logf("malformed message: %v", err)
 			continue
 		}
 		p.malformed.Add(1)
-		p.markSent([]system.Order{{OrderID: id}})
+		p.markSent(id)
+		p.mu.Lock()
+		p.malformedIDs = append(p.malformedIDs, id)
+		p.mu.Unlock()
 	}
-	var again []system.Order
-	for _, o := range orders {
-		if p.Plan.Retrigger[o.OrderID] {
-			again = append(again, o)
+	var again []system.Message
+	for _, m := range msgs {
+		if p.Plan.Retrigger[m.Key] {
+			again = append(again, m)
 		}
 	}
 	p.retrigger(ctx, again, false)
 }
 
-// retrigger re-runs the producer for orders it has published, as a
+// retrigger re-runs the producer for messages it has published, as a
 // scheduler that fires again would: once a chunk's worth has gathered
 // (one run per chunk would double the producer's work for 15% of the
-// orders), and for the rest at the end (flush).
-func (p *Publisher) retrigger(ctx context.Context, orders []system.Order, flush bool) {
+// keys), and for the rest at the end (flush).
+func (p *Publisher) retrigger(ctx context.Context, msgs []system.Message, flush bool) {
 	p.mu.Lock()
-	p.again = append(p.again, orders...)
-	var run []system.Order
+	p.again = append(p.again, msgs...)
+	var run []system.Message
 	if len(p.again) >= p.Chunk || (flush && len(p.again) > 0) {
 		run, p.again = p.again, nil
 	}
@@ -202,15 +221,15 @@ func (p *Publisher) retrigger(ctx context.Context, orders []system.Order, flush 
 	}
 }
 
-// produce runs the producer for orders until every one is sent or known
-// sent (duplicate), re-running it after an error, a timeout, failed orders
-// or orders another run still holds. An errored run counts for nothing:
-// its orders are all run again.
-func (p *Publisher) produce(ctx context.Context, orders []system.Order, retrigger bool) {
+// produce runs the producer for msgs until every one is sent or known sent
+// (duplicate), re-running it after an error, a timeout, failed messages or
+// messages another run still holds. An errored run counts for nothing:
+// its messages are all run again.
+func (p *Publisher) produce(ctx context.Context, msgs []system.Message, retrigger bool) {
 	const attempts = 20
 	for try := 1; ; try++ {
 		began := time.Now()
-		res, err := produceOnce(ctx, p.Producer, orders)
+		res, err := produceOnce(ctx, p.Producer, msgs)
 		p.runs.Add(1)
 		p.runNanos.Add(int64(time.Since(began)))
 		p.sent.Add(int64(res.Sent))
@@ -224,9 +243,7 @@ func (p *Publisher) produce(ctx context.Context, orders []system.Order, retrigge
 		p.mu.Lock()
 		p.rerunWhy[shorten(why)]++
 		if try == attempts || ctx.Err() != nil {
-			for _, o := range orders {
-				p.unpublished = append(p.unpublished, o.OrderID)
-			}
+			p.unpublished = append(p.unpublished, system.KeysOf(msgs)...)
 			p.mu.Unlock()
 			return
 		}
@@ -237,9 +254,9 @@ func (p *Publisher) produce(ctx context.Context, orders []system.Order, retrigge
 	}
 }
 
-// produceOnce invokes the producer with orders and returns its answer.
-func produceOnce(ctx context.Context, pool *lambdarun.Pool, orders []system.Order) (system.ProducerResult, error) {
-	payload, err := json.Marshal(map[string]any{"orders": orders})
+// produceOnce invokes the producer with msgs and returns its answer.
+func produceOnce(ctx context.Context, pool *lambdarun.Pool, msgs []system.Message) (system.ProducerResult, error) {
+	payload, err := system.ProducerInput(msgs)
 	if err != nil {
 		return system.ProducerResult{}, err
 	}
@@ -254,8 +271,8 @@ func produceOnce(ctx context.Context, pool *lambdarun.Pool, orders []system.Orde
 	return res, nil
 }
 
-func (p *Publisher) fanOut(ctx context.Context, o system.Order) {
-	payload, err := p.Sys.Event("fanout-"+o.OrderID, o)
+func (p *Publisher) fanOut(ctx context.Context, m system.Message) {
+	payload, err := p.Sys.Event("fanout-"+m.Key, m)
 	if err != nil || ctx.Err() != nil {
 		return
 	}
@@ -263,13 +280,14 @@ func (p *Publisher) fanOut(ctx context.Context, o system.Order) {
 	p.Invoker.FanOutNow(ctx, payload, 8)
 }
 
-func (p *Publisher) markSent(orders []system.Order) {
+// markSent notes when ids (keys, or message ids) were first sent.
+func (p *Publisher) markSent(ids ...string) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, o := range orders {
-		if _, ok := p.firstSend[o.OrderID]; !ok {
-			p.firstSend[o.OrderID] = now
+	for _, id := range ids {
+		if _, ok := p.firstSend[id]; !ok {
+			p.firstSend[id] = now
 		}
 	}
 }
@@ -308,9 +326,9 @@ func rerunReason(res system.ProducerResult, err error) string {
 	case err != nil:
 		return err.Error()
 	case res.Failed > 0:
-		return "orders failed: " + Tidy(res.Failures[0].Reason)
+		return "messages failed: " + Tidy(res.Failures[0].Reason)
 	}
-	return "orders in progress in another run"
+	return "messages in progress in another run"
 }
 
 func shorten(s string) string {

@@ -57,8 +57,8 @@ func summary(w io.Writer, runs []*Result) {
 		}
 		return fmt.Sprintf("**BROKEN** (%d problems)", len(r.Problems))
 	})
-	line("orders", func(r *Result) string {
-		return fmt.Sprintf("%s (+%d poison, +%d malformed)", thousands(r.Orders), r.Poison, r.Malformed)
+	line("keys", func(r *Result) string {
+		return fmt.Sprintf("%s (+%d poison, +%d malformed messages)", thousands(r.Keys), r.Poison, r.Malformed)
 	})
 	line("first send → drained", func(r *Result) string { return r.Elapsed.Round(100 * time.Millisecond).String() })
 	line("deliveries", func(r *Result) string { return thousands(int(r.Deliveries)) })
@@ -109,11 +109,11 @@ func section(w io.Writer, r *Result) {
 		}
 	}
 	inv := max(r.Invocations, 1)
-	fmt.Fprintf(w, "- producer: %s messages sent in %s runs (%s each on average); %d runs repeated after an error, a timeout or unsent orders%s\n",
+	fmt.Fprintf(w, "- producer: %s messages sent in %s runs (%s each on average); %d runs repeated after an error, a timeout or unsent messages%s\n",
 		thousands(int(p.Sent)), thousands(int(p.Runs)), ms(p.RunTime), p.Reruns, reasons(p.RerunWhy))
-	fmt.Fprintf(w, "- duplicates: %s raw copies from another upstream; %s orders in re-triggered producer runs, %s of them skipped by the producer's guard\n",
+	fmt.Fprintf(w, "- duplicates: %s raw copies from another upstream; %s keys in re-triggered producer runs, %s of them skipped by the producer's guard\n",
 		thousands(int(p.Raw)), thousands(int(p.Retriggered)), thousands(int(p.Skipped)))
-	fmt.Fprintf(w, "- same key on 8 instances at the same moment: %d orders (%s deliveries)\n", p.FanOuts, thousands(int(p.FanOuts*8)))
+	fmt.Fprintf(w, "- same key on 8 instances at the same moment: %d keys (%s deliveries)\n", p.FanOuts, thousands(int(p.FanOuts*8)))
 	fmt.Fprintf(w, "- SIGKILL: %d of %s invocations (%.2f%%): %d before the effect, %d after the effect (before the receipt), %d mid-batch\n",
 		count[EventKill], thousands(int(r.Invocations)), 100*float64(count[EventKill])/float64(inv),
 		kills[PointBeforeEffect], kills[PointAfterEffect], kills["kill-after"])
@@ -121,14 +121,14 @@ func section(w io.Writer, r *Result) {
 		count[EventFreeze], 100*float64(count[EventFreeze])/float64(max(r.Batches, 1)), thousands(int(r.Batches)))
 	fmt.Fprintf(w, "- harness kills at the function timeout: %d; other crashes: %d\n", count[EventTimeout], count[EventCrash])
 	fmt.Fprintf(w, "- DynamoDB faults on the Lambdas' %s requests: %s\n", thousands(r.DynamoTotal), kv(r.DynamoFault))
-	fmt.Fprintf(w, "- poison orders %d, malformed messages %d\n\n", r.Poison, r.Malformed)
+	fmt.Fprintf(w, "- poison keys %d, malformed messages %d\n\n", r.Poison, r.Malformed)
 
 	fmt.Fprintln(w, "### Outcomes")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "- records logged by the consumers: %s\n", kv(r.Outcomes))
 	fmt.Fprintf(w, "- effects without their own receipt: %s\n", kv(r.Account.Windows))
 	l := r.Account.Latency
-	fmt.Fprintf(w, "- end-to-end latency, send → effect, over %s orders applied once: p50 %s, p99 %s, max %s\n\n", thousands(l.N), ms(l.P50), ms(l.P99), ms(l.Max))
+	fmt.Fprintf(w, "- end-to-end latency, send → effect, over %s keys applied once: p50 %s, p99 %s, max %s\n\n", thousands(l.N), ms(l.P50), ms(l.P99), ms(l.Max))
 
 	fmt.Fprintln(w, "### Double effects by cause")
 	fmt.Fprintln(w)
@@ -138,7 +138,7 @@ func section(w io.Writer, r *Result) {
 		for _, c := range r.Account.ByCause() {
 			fmt.Fprintf(w, "- %s: %d\n", c.Reason, c.Count)
 		}
-		fmt.Fprintln(w, "\n| order | issued | cause (most direct first) |\n|---|---:|---|")
+		fmt.Fprintln(w, "\n| key | applied | cause (most direct first) |\n|---|---:|---|")
 		for _, d := range r.Account.Doubled {
 			var cs []string
 			for _, c := range d.Causes {
@@ -147,7 +147,7 @@ func section(w io.Writer, r *Result) {
 			if len(cs) == 0 {
 				cs = []string{"**unexplained**"}
 			}
-			fmt.Fprintf(w, "| %s | %d | %s |\n", d.OrderID, d.Issued, strings.ReplaceAll(strings.Join(cs, "; "), "|", `\|`))
+			fmt.Fprintf(w, "| %s | %d | %s |\n", d.Key, d.Applied, strings.ReplaceAll(strings.Join(cs, "; "), "|", `\|`))
 		}
 	}
 	fmt.Fprintln(w)
@@ -157,8 +157,8 @@ func section(w io.Writer, r *Result) {
 	for _, c := range r.Account.DLQ {
 		fmt.Fprintf(w, "- %d × %s\n", c.Count, c.Reason)
 	}
-	if len(r.Account.DLQOrders) > 0 {
-		fmt.Fprintf(w, "- plain orders among them (accounted for, with their reason): %s\n", head(r.Account.DLQOrders))
+	if len(r.Account.DLQKeys) > 0 {
+		fmt.Fprintf(w, "- plain keys among them (accounted for, with their reason): %s\n", head(r.Account.DLQKeys))
 	}
 	fmt.Fprintln(w)
 
@@ -190,8 +190,8 @@ func Summary(w io.Writer, runs []*Result) {
 			verdict = "INVARIANT BROKEN"
 		}
 		l := r.Account.Latency
-		fmt.Fprintf(w, "%-13s %s orders, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %d — %s\n",
-			r.Mode, thousands(r.Orders), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
+		fmt.Fprintf(w, "%-13s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %d — %s\n",
+			r.Mode, thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
 			ms(l.P50), ms(l.P99), ms(l.Max), perDelivery(r), r.Account.DoubleEffects, len(r.Account.Unexplained),
 			len(r.Account.Lost), dlqCount(r), verdict)
 		for _, p := range r.Problems {

@@ -5,14 +5,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 func TestWriteReport(t *testing.T) {
-	ok := &Result{Mode: "transactional", Orders: 1000, Elapsed: 10 * time.Second, Deliveries: 2500, DynamoTotal: 5000,
+	ok := &Result{Mode: consumer.ModeTransactional, Keys: 1000, Elapsed: 10 * time.Second, Deliveries: 2500, DynamoTotal: 5000,
 		Dynamo: map[string]int{"consumer TransactWriteItems": 2500}, Account: Account{Applied: 1000}}
-	bad := &Result{Mode: "lease", Orders: 1000, Elapsed: 10 * time.Second, Deliveries: 2600,
-		Account:  Account{Applied: 999, DoubleEffects: 1, Doubled: []Double{{OrderID: "l-000007", Issued: 2, Causes: []Cause{{ClassKillAfter, "SIGKILL at after-effect of this order"}}}}, Lost: []string{"l-000009"}},
-		Problems: []string{"1 orders lost"}}
+	bad := &Result{Mode: consumer.ModeLease, Keys: 1000, Elapsed: 10 * time.Second, Deliveries: 2600,
+		Account:  Account{Applied: 999, DoubleEffects: 1, Doubled: []Double{{Key: "l-000007", Applied: 2, Causes: []Cause{{ClassKillAfter, "SIGKILL at after-effect of this key"}}}}, Lost: []string{"l-000009"}},
+		Problems: []string{"1 lost"}}
 	var b bytes.Buffer
 	WriteReport(&b, Header{Title: "Chaos run", Chart: "chart.svg"}, []*Result{bad, ok})
 	r := b.String()
@@ -20,8 +22,8 @@ func TestWriteReport(t *testing.T) {
 		"| verdict | **BROKEN** (1 problems) | **invariant holds** |",
 		"| throughput (deliveries / first send → drained) | 260 msgs/s | 250 msgs/s |",
 		"| DynamoDB requests per delivery | 0.00 (consumers alone 0.00) | 2.00 (consumers alone 1.00) |",
-		"## lease mode", "## transactional mode", "- 1 orders lost",
-		"| l-000007 | 2 | SIGKILL at after-effect of this order |",
+		"## " + consumer.ModeLease + " mode", "## " + consumer.ModeTransactional + " mode", "- 1 lost",
+		"| l-000007 | 2 | SIGKILL at after-effect of this key |",
 		"[chart.svg](chart.svg)",
 	} {
 		if !strings.Contains(r, want) {

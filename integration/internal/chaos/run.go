@@ -7,17 +7,18 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // The zombie pool: instances whose lease (1 s) ends well inside the
 // function timeout (2 s in the test profile), frozen for 1.5 s and taken
-// over after 1.1 s, as in TestZombieCannotComplete. Two instances, so that
+// over after 1.1 s, as in the scenario ZombieStopsAtItsLease. Two instances, so that
 // a zombie never waits for a free one for long.
 const (
 	zombieInstances = 2
@@ -26,7 +27,7 @@ const (
 	zombieFreeze    = 1500 * time.Millisecond
 	zombieTakeover  = 1100 * time.Millisecond
 	fanOutInstances = 8
-	// checkTimeout bounds reading the ledger and the DLQ at the end.
+	// checkTimeout bounds asking the probe and reading the DLQ at the end.
 	checkTimeout = 5 * time.Minute
 	// producerConcurrency keeps each producer's concurrent DynamoDB
 	// requests within the AWS SDK's pool of 10 idle connections per host.
@@ -40,13 +41,13 @@ const (
 type Config struct {
 	// System says what to run; Run sets NoPoller, the mode and Log.
 	System    system.Config
-	Mode      string // lease or transactional
-	Orders    int
+	Mode      string // consumer.ModeLease or consumer.ModeTransactional
+	Keys      int
 	Rates     Rates
 	Seed      uint64
 	Pollers   int // poll loops of the event source mapping
 	Producers int // producer instances, one run each at a time
-	Chunk     int // orders per producer run
+	Chunk     int // messages per producer run
 	Backlog   int // messages waiting in the queue before publishing pauses
 	// Drain bounds the wait for an empty queue once everything is sent.
 	Drain time.Duration
@@ -63,7 +64,7 @@ type Config struct {
 type Result struct {
 	Mode        string
 	Start       time.Time // the first send
-	Orders      int       // plain orders
+	Keys        int       // plain keys
 	Poison      int
 	Malformed   int
 	Elapsed     time.Duration // first send to drained
@@ -99,9 +100,10 @@ func (r *Result) Throughput() float64 {
 }
 
 // Run provisions the stack for one mode, throws the chaos at it, waits
-// for the queue to drain and accounts for every order. It returns an
-// error when the run could not be carried out; a run that breaks the
-// invariant returns a Result with Problems.
+// for the queue to drain and accounts for every key. It returns an error
+// when the run could not be carried out (wrapping system.ErrMode when the
+// effect does not implement the mode); a run that breaks the invariant
+// returns a Result with Problems.
 func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	logFile, err := os.Create(cfg.LogPath)
 	if err != nil {
@@ -109,13 +111,14 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer logFile.Close()
 	lambdaLog := &LambdaLog{Out: logFile}
+	plan := NewPlan(cfg.Mode[:1], cfg.Keys, cfg.Rates, cfg.Seed)
 	sc := cfg.System
-	sc.NoPoller, sc.Log = true, lambdaLog
+	sc.NoPoller, sc.Log, sc.Mode = true, lambdaLog, cfg.Mode
 	sc.ConsumerEnv = maps.Clone(sc.ConsumerEnv)
 	if sc.ConsumerEnv == nil {
 		sc.ConsumerEnv = map[string]string{}
 	}
-	sc.ConsumerEnv[contract.EnvMode] = cfg.Mode
+	sc.ConsumerEnv[consumer.EnvFaultPoisonKeys] = strings.Join(plan.PoisonKeys(), ",")
 	s, err := system.Start(ctx, sc)
 	if err != nil {
 		return nil, err
@@ -133,16 +136,16 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer pools.stop()
 
-	plan := NewPlan(cfg.Mode[:1], cfg.Orders, cfg.Rates, cfg.Seed)
-	dyn := &Dynamo{Rates: cfg.Rates, LedgerTable: s.Ledger, LeaseMode: cfg.Mode == "lease", Seed: cfg.Seed}
+	leaseMode := cfg.Mode == consumer.ModeLease
+	dyn := &Dynamo{Rates: cfg.Rates, ReceiptTable: s.Receipts, LeaseMode: leaseMode, Seed: cfg.Seed}
 	s.Requests.SetDecider(dyn.Decider())
 	inv := &Invoker{
-		Context: ctx, Main: s.Consumer, FanOut: pools.fanOut, Zombie: pools.zombie, ZombieSize: zombieInstances,
+		Context: ctx, Main: s.Consumer, Key: s.Key, FanOut: pools.fanOut, Zombie: pools.zombie, ZombieSize: zombieInstances,
 		Rates: cfg.Rates, Freeze: zombieFreeze, TakeoverAfter: zombieTakeover, Events: &Events{}, Seed: cfg.Seed,
 	}
 	mq := pollerClient(s.SQS, cfg.Pollers)
 	pub := &Publisher{Sys: s, SQS: mq, Producer: pools.producer, Runs: cfg.Producers, Plan: plan, Chunk: cfg.Chunk, Backlog: cfg.Backlog, Invoker: inv}
-	sent := &sentTimes{at: map[string]time.Time{}}
+	sent := &sentTimes{key: s.Key, at: map[string]time.Time{}}
 	poller := &esm.Poller{
 		Client: mq, QueueURL: s.Queue.URL, QueueARN: s.Queue.ARN, Region: s.Stack.Region,
 		BatchSize: s.Mapping.BatchSize, MaxConcurrency: cfg.Pollers, WaitTime: time.Second,
@@ -174,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer stop()
 
-	res := &Result{Mode: cfg.Mode, Start: start, Orders: cfg.Orders, Poison: len(plan.Poison), Malformed: len(plan.Malformed)}
+	res := &Result{Mode: cfg.Mode, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed}
 	if perr := pub.Run(ctx); perr != nil {
 		res.Problems = append(res.Problems, "publishing stopped: "+perr.Error())
 	}
@@ -199,7 +202,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if res.EndVisible+res.EndInFlight > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d messages left in the queue, %d in flight", res.EndVisible, res.EndInFlight))
 	}
-	ledger, err := s.LedgerRows(cctx)
+	applied, err := s.Applied(cctx, plan.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -210,12 +213,17 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	res.Publish = pub.Stats()
 	res.Events = inv.Events.All()
 	handed := pub.FirstSend()
+	keyOf := storageKeys(plan, s)
+	appliedAt := map[string]time.Time{}
+	for skey, at := range lambdaLog.Executed() {
+		appliedAt[keyOf[skey]] = at
+	}
 	res.Account = Settle(Evidence{
-		Plan: plan, Ledger: ledger, DeadLetters: dead, Events: res.Events, Windows: lambdaLog.Windows(),
-		OrderOf: storageKeys(plan, s.Consumer.Function().Env[contract.EnvNamespace]),
-		SentAt:  sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished, LeaseMode: cfg.Mode == "lease",
+		Plan: plan, Applied: applied, AppliedAt: appliedAt, DeadLetters: dead, Events: res.Events, Windows: lambdaLog.Windows(),
+		KeyOf: keyOf, SentAt: sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished,
+		MalformedIDs: pub.MalformedIDs(), LeaseMode: leaseMode,
 	})
-	res.Problems = append(res.Problems, res.Account.Problems(cfg.Mode == "lease")...)
+	res.Problems = append(res.Problems, res.Account.Problems(leaseMode)...)
 	res.Deliveries, res.Invocations, res.Batches = inv.Deliveries(), inv.Invocations(), inv.Batches()
 	res.Outcomes = lambdaLog.Outcomes()
 	res.Dynamo, res.DynamoFault, res.DynamoTotal = dyn.Counts(), dyn.Faults(), s.Requests.Total()

@@ -18,7 +18,7 @@ import (
 // Warm drives the request shapes of a run (conditional updates, ADDs,
 // transactions; batch sends, receives with every attribute, batch deletes)
 // straight at the emulators for d, on a scratch table and queue, so that
-// their JIT has compiled the hot paths before the first order is sent. A
+// their JIT has compiled the hot paths before the first message is sent. A
 // cold JVM answers slowly for its first tens of seconds, long enough for
 // invocations to overrun the test profile's 2 s timeout: without this, the
 // start of every run measures the JIT, not the system.
@@ -92,8 +92,8 @@ func warmSQS(ctx context.Context, c *sqs.Client, url *string) {
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for i := range 5 {
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
-			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(`{"orderId":"warm","amountCents":1}`),
-			MessageAttributes: map[string]sqstypes.MessageAttributeValue{"orderId": {DataType: aws.String("String"), StringValue: aws.String("warm")}},
+			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(`{"key":"warm","n":1}`),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{"key": {DataType: aws.String("String"), StringValue: aws.String("warm")}},
 		})
 	}
 	if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: url, Entries: entries}); err != nil {

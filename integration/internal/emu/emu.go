@@ -109,8 +109,12 @@ func (s *Server) stop() error {
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("emu: SIGKILL %s (pgid %d): %w", s.name, pgid, err)
 	}
-	<-s.exited
-	return nil
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(stopGrace):
+		return fmt.Errorf("emu: %s (pgid %d) not reaped %s after SIGKILL", s.name, pgid, stopGrace)
+	}
 }
 
 // RepoRoot walks up from the working directory to the directory holding go.mod.

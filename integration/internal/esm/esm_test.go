@@ -141,16 +141,31 @@ func runUntil(t *testing.T, p *Poller, cond func() bool) {
 	for !cond() {
 		if time.Now().After(deadline) {
 			cancel()
-			<-done
+			stopped(t, done)
 			t.Fatalf("condition not met; stats %+v", p.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
-	if err := <-done; err != nil {
+	if err := stopped(t, done); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// stopped waits for Run, cancelled, to return its error (done), at most
+// stopLimit.
+func stopped(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stopLimit):
+		t.Fatalf("Run did not return %s after its context was cancelled", stopLimit)
+		return nil
+	}
+}
+
+const stopLimit = 10 * time.Second
 
 func TestEventShapeAndDeleteAll(t *testing.T) {
 	q := newFake()
@@ -346,9 +361,13 @@ func TestGracefulStopFinishesInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	<-started
+	select {
+	case <-started:
+	case <-time.After(stopLimit):
+		t.Fatal("no invocation started")
+	}
 	cancel()
-	if err := <-done; err != nil {
+	if err := stopped(t, done); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.Deleted != 1 || s.InvokeErrors != 0 {

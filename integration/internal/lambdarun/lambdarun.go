@@ -37,6 +37,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // Errors returned by Pool.Invoke. Function errors are *FunctionError.
@@ -463,7 +465,7 @@ func (in *instance) env() []string {
 	stream := fmt.Sprintf("%s/[$LATEST]%s", time.Now().UTC().Format("2006/01/02"), randHex(16))
 	env = append(env,
 		"AWS_LAMBDA_RUNTIME_API="+in.addr,
-		"FAULT_HOOK_URL=http://"+in.addr+"/harness/fault",
+		consumer.EnvFaultHookURL+"=http://"+in.addr+"/harness/fault",
 		"AWS_LAMBDA_FUNCTION_NAME="+fn.Name,
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(fn.MemoryMB),
 		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
@@ -626,8 +628,7 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 			}
 		case <-initTimer.C:
 			if in.abandon(inv) {
-				kill(proc)
-				<-proc.exited
+				killAndWait(proc)
 				return nil, fmt.Errorf("lambdarun: %s#%d runtime not ready after %s: %w", p.fn.Name, in.id, p.opts.initTimeout, ErrTimeout)
 			}
 		case <-p.done:
@@ -662,8 +663,7 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 			return r.out, r.err
 		default:
 		}
-		kill(proc)
-		<-proc.exited
+		killAndWait(proc)
 		p.logf("%s#%d request %s timed out after %s", p.fn.Name, in.id, inv.id, p.fn.Timeout)
 		return nil, fmt.Errorf("lambdarun: %s request %s: %w after %s", p.fn.Name, inv.id, ErrTimeout, p.fn.Timeout)
 	case <-p.done:
@@ -699,6 +699,21 @@ func kill(proc *process) {
 	// Negative pid: the whole process group (Setpgid made pgid == pid).
 	if err := syscall.Kill(-proc.pid, syscall.SIGKILL); err != nil {
 		_ = proc.cmd.Process.Kill()
+	}
+}
+
+// exitWait bounds the wait for a SIGKILLed process to be reaped: it is
+// the kernel's business and quick, but a harness never waits unbounded.
+const exitWait = 10 * time.Second
+
+// killAndWait kills proc and waits for it to be reaped, for at most
+// exitWait (then it says so in the pool's log, and goes on).
+func killAndWait(proc *process) {
+	kill(proc)
+	select {
+	case <-proc.exited:
+	case <-time.After(exitWait):
+		fmt.Fprintf(os.Stderr, "lambdarun: pid %d not reaped %s after SIGKILL\n", proc.pid, exitWait)
 	}
 }
 

@@ -78,9 +78,10 @@ type echoResp struct {
 
 func start(t *testing.T, timeout time.Duration, n int, opts ...Option) *Pool {
 	t.Helper()
+	bin := echoBinary(t) // before the start's deadline: a cold build cache takes its time
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Start(ctx, Function{Name: "echo", Binary: echoBinary(t), Timeout: timeout, MemoryMB: 256, Env: map[string]string{"ECHO_ENV": "from-env"}}, n, opts...)
+	p, err := Start(ctx, Function{Name: "echo", Binary: bin, Timeout: timeout, MemoryMB: 256, Env: map[string]string{"ECHO_ENV": "from-env"}}, n, opts...)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

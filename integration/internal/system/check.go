@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -65,57 +63,20 @@ func QueueDepth(ctx context.Context, c *sqs.Client, url string) (visible, inFlig
 	return visible, inFlight, nil
 }
 
-// LedgerRow is one order's line in the effect's ledger.
-type LedgerRow struct {
-	Issued    int       // gift cards issued: above 1 is a double effect
-	UpdatedAt time.Time // when the last one was issued
-}
-
-// LedgerRows returns the effect's ledger by order id.
-func (s *System) LedgerRows(ctx context.Context) (map[string]LedgerRow, error) {
-	out := map[string]LedgerRow{}
-	p := dynamodb.NewScanPaginator(s.DDB, &dynamodb.ScanInput{
-		TableName: aws.String(s.Ledger), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("orderId, issued, updatedAt"),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("system: scan ledger: %w", err)
-		}
-		for _, item := range page.Items {
-			var row struct {
-				OrderID   string `dynamodbav:"orderId"`
-				Issued    int    `dynamodbav:"issued"`
-				UpdatedAt int64  `dynamodbav:"updatedAt"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &row); err != nil {
-				return nil, err
-			}
-			out[row.OrderID] = LedgerRow{Issued: row.Issued, UpdatedAt: time.UnixMilli(row.UpdatedAt)}
-		}
-	}
-	return out, nil
-}
-
-// Issued returns how many gift cards each order got. Any value above 1 is
-// a double effect.
-func (s *System) Issued(ctx context.Context) (map[string]int, error) {
-	rows, err := s.LedgerRows(ctx)
+// Applied returns how many times each of keys had its effect (the
+// probe's answer).
+func (s *System) Applied(ctx context.Context, keys []string) (map[string]int, error) {
+	applied, err := s.Probe.Applied(ctx, keys)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("system: probe: %w", err)
 	}
-	issued := make(map[string]int, len(rows))
-	for id, r := range rows {
-		issued[id] = r.Issued
-	}
-	return issued, nil
+	return applied, nil
 }
 
 // DeadLetter is a message in the DLQ with the reason the consumer logged.
 type DeadLetter struct {
 	MessageID string
-	OrderID   string
+	Key       string // "" for a message without one
 	Body      string
 	Receives  int
 	Reason    string
@@ -142,14 +103,7 @@ func (s *System) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 		for _, m := range res.Messages {
 			d := DeadLetter{MessageID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body)}
 			d.Receives, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-			if a, ok := m.MessageAttributes["orderId"]; ok {
-				d.OrderID = aws.ToString(a.StringValue)
-			} else {
-				var o Order
-				if json.Unmarshal([]byte(d.Body), &o) == nil {
-					d.OrderID = o.OrderID
-				}
-			}
+			d.Key = KeyOf(s.Key, m.MessageAttributes, d.Body)
 			d.Reason = s.Records.Reason(d.MessageID)
 			out = append(out, d)
 		}
@@ -157,14 +111,29 @@ func (s *System) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 	return out, nil
 }
 
-// Report is the invariant check of a run: every order sent is applied
-// exactly once in the ledger or sits in the DLQ with a reason.
+// KeyOf is a message's key as the consumer reads it: the attribute named
+// key, else the body's top-level field; "" when it has neither.
+func KeyOf(key string, attrs map[string]types.MessageAttributeValue, body string) string {
+	if a, ok := attrs[key]; ok {
+		return aws.ToString(a.StringValue)
+	}
+	var fields map[string]any
+	if json.Unmarshal([]byte(body), &fields) == nil {
+		if v, ok := fields[key].(string); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Report is the invariant check of a run: every message sent is applied
+// exactly once or sits in the DLQ with a reason.
 type Report struct {
-	Orders        int            // distinct orders sent
-	Applied       int            // orders with at least one gift card
-	DoubleEffects int            // gift cards issued beyond the first
-	Doubled       []string       // orders issued more than once
-	Missing       []string       // neither applied nor in the DLQ: lost
+	Keys          int            // distinct keys sent
+	Applied       int            // keys whose effect took place
+	DoubleEffects int            // effects beyond the first
+	Doubled       []string       // keys applied more than once
+	Missing       []string       // keys neither applied nor in the DLQ, and DLQ-bound messages not there: lost
 	DeadLetters   []DeadLetter   // with reasons
 	Outcomes      map[string]int // per-record outcomes the consumers logged
 	Deliveries    int            // records the consumers processed
@@ -172,9 +141,18 @@ type Report struct {
 	DynamoRequests map[string]int
 }
 
-// Check reads the ledger and the DLQ and accounts for every order sent.
-func (s *System) Check(ctx context.Context, sent []Order) (Report, error) {
-	issued, err := s.Issued(ctx)
+// Check asks the probe and reads the DLQ, and accounts for every message
+// sent, and for the messages (by id) that can only end in the DLQ.
+func (s *System) Check(ctx context.Context, sent []Message, deadIDs ...string) (Report, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, m := range sent {
+		if !seen[m.Key] {
+			seen[m.Key] = true
+			keys = append(keys, m.Key)
+		}
+	}
+	applied, err := s.Applied(ctx, keys)
 	if err != nil {
 		return Report{}, err
 	}
@@ -184,25 +162,27 @@ func (s *System) Check(ctx context.Context, sent []Order) (Report, error) {
 	}
 	inDLQ := map[string]bool{}
 	for _, d := range dead {
-		inDLQ[d.OrderID] = true
-	}
-	r := Report{DeadLetters: dead, Outcomes: s.Records.Outcomes(), DynamoRequests: s.Requests.Counts()}
-	seen := map[string]bool{}
-	for _, o := range sent {
-		if seen[o.OrderID] {
-			continue
+		inDLQ[d.MessageID] = true
+		if d.Key != "" {
+			inDLQ[d.Key] = true
 		}
-		seen[o.OrderID] = true
-		r.Orders++
-		switch n := issued[o.OrderID]; {
+	}
+	r := Report{Keys: len(keys), DeadLetters: dead, Outcomes: s.Records.Outcomes(), DynamoRequests: s.Requests.Counts()}
+	for _, k := range keys {
+		switch n := applied[k]; {
 		case n >= 1:
 			r.Applied++
 			if n > 1 {
 				r.DoubleEffects += n - 1
-				r.Doubled = append(r.Doubled, o.OrderID)
+				r.Doubled = append(r.Doubled, k)
 			}
-		case !inDLQ[o.OrderID]:
-			r.Missing = append(r.Missing, o.OrderID)
+		case !inDLQ[k]:
+			r.Missing = append(r.Missing, k)
+		}
+	}
+	for _, id := range deadIDs {
+		if !inDLQ[id] {
+			r.Missing = append(r.Missing, "message "+id)
 		}
 	}
 	for _, n := range r.Outcomes {
@@ -213,15 +193,15 @@ func (s *System) Check(ctx context.Context, sent []Order) (Report, error) {
 	return r, nil
 }
 
-// Lost returns an error naming the orders that vanished or a dead letter
+// Lost returns an error naming the messages that vanished or a dead letter
 // without a reason, nil when the invariant holds.
 func (r Report) Lost() error {
 	if len(r.Missing) > 0 {
-		return fmt.Errorf("%d orders vanished (neither applied nor in the DLQ): %v", len(r.Missing), r.Missing)
+		return fmt.Errorf("%d messages vanished (neither applied nor in the DLQ): %v", len(r.Missing), r.Missing)
 	}
 	for _, d := range r.DeadLetters {
 		if d.Reason == "" {
-			return fmt.Errorf("dead letter %s (order %q) has no logged reason", d.MessageID, d.OrderID)
+			return fmt.Errorf("dead letter %s (key %q) has no logged reason", d.MessageID, d.Key)
 		}
 	}
 	return nil

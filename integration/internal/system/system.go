@@ -11,8 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/provision"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
@@ -34,11 +34,16 @@ type Config struct {
 	Template       string // synthesized CloudFormation template (test profile)
 	DynamoURL      string
 	SQSURL         string
-	ConsumerBinary string // host builds with -tags lambda.norpc
+	ConsumerBinary string // host builds with -tags lambda.norpc,sqsidem_faults (BuildLambdas)
 	ProducerBinary string
 	// Consumers is the number of consumer instances (default 4). The poller
 	// runs min(Consumers, the mapping's maximum concurrency) loops.
 	Consumers int
+	// Mode runs the consumer in this mode rather than the template's;
+	// Start fails with ErrMode when the effect does not implement it.
+	Mode string
+	// NewProbe makes the effect's probe (default EffectProbe).
+	NewProbe NewProbe
 	// ConsumerEnv and ProducerEnv are added to the template's variables.
 	ConsumerEnv map[string]string
 	ProducerEnv map[string]string
@@ -55,7 +60,11 @@ type System struct {
 	DLQ      *provision.Queue
 	Mapping  *provision.Mapping
 	Receipts string // idempotency table
-	Ledger   string // the example effect's table
+	// Mode is the consumer's mode, Key its key (the message attribute,
+	// else the body's field: the template's IDEM_KEY).
+	Mode, Key string
+	// Probe answers for the effect.
+	Probe    Probe
 	Consumer *lambdarun.Pool
 	Producer *lambdarun.Pool
 	Poller   *esm.Poller
@@ -79,6 +88,12 @@ type System struct {
 func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = 4
+	}
+	if cfg.NewProbe == nil {
+		cfg.NewProbe = EffectProbe
+	}
+	if modes := cfg.NewProbe(nil, func(string) string { return "" }).Modes(); cfg.Mode != "" && !slices.Contains(modes, cfg.Mode) {
+		return nil, fmt.Errorf("%w: %s (it implements %v)", ErrMode, cfg.Mode, modes)
 	}
 	tpl, err := provision.LoadTemplate(cfg.Template)
 	if err != nil {
@@ -107,7 +122,15 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if s.Requests, err = faultproxy.Start(cfg.DynamoURL); err != nil {
 		return nil, err
 	}
-	s.namespace = consumerFn.Env[contract.EnvNamespace]
+	s.namespace, s.Key, s.Mode = consumerFn.Env[consumer.EnvNamespace], consumerFn.Env[consumer.EnvKey], consumerFn.Env[consumer.EnvMode]
+	consumerEnv := map[string]string{}
+	if cfg.Mode != "" {
+		s.Mode, consumerEnv[consumer.EnvMode] = cfg.Mode, cfg.Mode
+	}
+	if s.Key == "" {
+		return nil, fmt.Errorf("system: the consumer's environment names no key (%s): %v", consumer.EnvKey, consumerFn.Env)
+	}
+	s.Probe = cfg.NewProbe(ddb, func(k string) string { return consumerFn.Env[k] })
 
 	logs := cfg.Log
 	if logs == nil {
@@ -116,11 +139,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	consumerLog := io.MultiWriter(logs, s.Records)
 	env := s.lambdaEnv(cfg.SQSURL)
 	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
-		Name:   "consumer",
-		Binary: cfg.ConsumerBinary,
-		// Poison orders are part of every scenario's vocabulary; the deployed
-		// stack never sets the switch.
-		Env:      merge(consumerFn.Env, env, map[string]string{"FAULT_POISON": "true"}, cfg.ConsumerEnv),
+		Name:     "consumer",
+		Binary:   cfg.ConsumerBinary,
+		Env:      merge(consumerFn.Env, env, consumerEnv, cfg.ConsumerEnv),
 		Timeout:  consumerFn.Timeout,
 		MemoryMB: consumerFn.MemoryMB,
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
@@ -146,25 +167,24 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 // find locates the resources by what they are to each other, not by their
 // logical ids: the consumer is the function with the event source mapping,
 // the queue is the mapping's and the DLQ the queue's redrive target, the
-// tables are the ones the consumer's environment names, the producer is the
-// function that sends to the queue.
-func (s *System) find() (consumer, producer *provision.Function, err error) {
+// receipt table is the one the consumer's environment names, the producer
+// is the function that sends to the queue.
+func (s *System) find() (fn, producer *provision.Function, err error) {
 	if len(s.Stack.Mappings) != 1 || s.Stack.Mappings[0].Function == nil || s.Stack.Mappings[0].Queue == nil {
 		return nil, nil, fmt.Errorf("system: want one event source mapping from a queue to a function in the template, found %d", len(s.Stack.Mappings))
 	}
 	s.Mapping = s.Stack.Mappings[0]
-	consumer, s.Queue = s.Mapping.Function, s.Mapping.Queue
+	fn, s.Queue = s.Mapping.Function, s.Mapping.Queue
 	if s.DLQ = s.Stack.Queues[s.Queue.DLQ]; s.DLQ == nil {
 		return nil, nil, fmt.Errorf("system: queue %s has no dead-letter queue in the template", s.Queue.LogicalID)
 	}
 	if producer, err = s.Stack.FindFunctionByEnv(contract.EnvQueueURL); err != nil {
 		return nil, nil, err
 	}
-	s.Receipts, s.Ledger = consumer.Env[contract.EnvIdemTable], consumer.Env[contract.EnvLedgerTable]
-	if s.Receipts == "" || s.Ledger == "" {
-		return nil, nil, fmt.Errorf("system: the consumer's environment names no receipt or ledger table: %v", consumer.Env)
+	if s.Receipts = fn.Env[consumer.EnvTable]; s.Receipts == "" {
+		return nil, nil, fmt.Errorf("system: the consumer's environment names no receipt table: %v", fn.Env)
 	}
-	return consumer, producer, nil
+	return fn, producer, nil
 }
 
 // lambdaEnv points the Lambdas' SDK at the local endpoints — DynamoDB
@@ -213,7 +233,7 @@ func (s *System) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		if s.stopPoller != nil {
 			s.stopPoller()
-			<-s.pollerDone
+			errs = append(errs, waitClosed(ctx, s.pollerDone, pollerStop, "the poller to stop"))
 		}
 		if s.Consumer != nil {
 			s.Consumer.Stop()
@@ -231,57 +251,22 @@ func (s *System) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Receipt returns the consumer's record for an order id.
-func (s *System) Receipt(ctx context.Context, orderID string) (idem.Record, bool, error) {
+// Receipt returns the consumer's record for a key.
+func (s *System) Receipt(ctx context.Context, key string) (idem.Record, bool, error) {
 	g, err := idem.New(s.store, s.namespace)
 	if err != nil {
 		return idem.Record{}, false, err
 	}
-	return s.store.Get(ctx, g.StorageKey(orderID))
+	return s.store.Get(ctx, g.StorageKey(key))
 }
 
-// BuildLambdas compiles the consumer and producer for this machine into dir,
-// as the Makefile does, and returns their paths.
-func BuildLambdas(ctx context.Context, root, dir string) (consumer, producer string, err error) {
-	for _, name := range []string{"consumer", "producer"} {
-		out := filepath.Join(dir, name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-o", out, "./functions/"+name)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("system: build %s: %w\n%s", name, err, b)
-		}
+// StorageKey is the consumer's storage key of key, as its logs name it.
+func (s *System) StorageKey(key string) string {
+	g, err := idem.New(s.store, s.namespace)
+	if err != nil {
+		return ""
 	}
-	return filepath.Join(dir, "consumer"), filepath.Join(dir, "producer"), nil
-}
-
-// Assembly is the directory of the synthesized cloud assembly the suite
-// provisions from: $SQSIDEM_ASSEMBLY if set; else, with AWS_ENDPOINT_URL
-// set (LocalStack), cdk.localstack.out, the test profile with timeouts
-// scaled for a slower endpoint (`make synth-localstack`); else cdk.test.out
-// (`make synth-test`).
-func Assembly() string {
-	if dir := os.Getenv("SQSIDEM_ASSEMBLY"); dir != "" {
-		return dir
-	}
-	if os.Getenv("AWS_ENDPOINT_URL") != "" {
-		return "cdk.localstack.out"
-	}
-	return "cdk.test.out"
-}
-
-// FindTemplate returns the single template in the assembly (see Assembly)
-// under root.
-func FindTemplate(root string) (string, error) {
-	dir := Assembly()
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "*.template.json"))
-	if len(matches) != 1 {
-		return "", fmt.Errorf("system: want one template in %s, found %d (run `make synth-test`, or `make synth-localstack` for LocalStack)", dir, len(matches))
-	}
-	return matches[0], nil
+	return g.StorageKey(key)
 }
 
 func merge(maps ...map[string]string) map[string]string {
@@ -292,4 +277,23 @@ func merge(maps ...map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// pollerStop bounds the wait for the poller: a long poll it has open ends
+// within its wait time (1 s), and cancelling ends it sooner.
+const pollerStop = 30 * time.Second
+
+// waitClosed waits for done to be closed, for at most limit or until ctx
+// ends, and says what it waited for when it gave up.
+func waitClosed(ctx context.Context, done <-chan struct{}, limit time.Duration, what string) error {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("system: waited %s for %s", limit, what)
+	case <-ctx.Done():
+		return fmt.Errorf("system: waiting for %s: %w", what, ctx.Err())
+	}
 }

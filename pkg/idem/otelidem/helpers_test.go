@@ -50,7 +50,7 @@ func children(spans tracetest.SpanStubs, parent trace.SpanID) []tracetest.SpanSt
 
 func hasAttr(attrs []attribute.KeyValue, key attribute.Key, value string) bool {
 	for _, a := range attrs {
-		if a.Key == key && a.Value.Emit() == value {
+		if a.Key == key && a.Value.String() == value {
 			return true
 		}
 	}
@@ -62,7 +62,7 @@ func wantAttrs(t *testing.T, what string, attrs []attribute.KeyValue, want map[a
 	got := attribute.NewSet(attrs...)
 	for k, v := range want {
 		if g, ok := got.Value(k); !ok || g != v {
-			t.Errorf("%s: %s = %v, want %v", what, k, g.Emit(), v.Emit())
+			t.Errorf("%s: %s = %v, want %v", what, k, g.String(), v.String())
 		}
 	}
 }

@@ -66,7 +66,7 @@ func TestObserve(t *testing.T) {
 		wantAttrs(t, e.Name, e.Attributes, attrs)
 		set := attribute.NewSet(e.Attributes...)
 		if d, ok := set.Value("idem.duration"); !ok || d.AsFloat64() < 0 {
-			t.Errorf("%s: duration %v", e.Name, d.Emit())
+			t.Errorf("%s: duration %v", e.Name, d.String())
 		}
 	}
 }

@@ -204,8 +204,8 @@ func TestBatchSpans(t *testing.T) {
 			attrs = append(attrs, e.Attributes...)
 		}
 		for _, a := range attrs {
-			if strings.Contains(a.Value.Emit(), "order-") {
-				t.Errorf("span %q: %s = %q carries an order id", s.Name, a.Key, a.Value.Emit())
+			if strings.Contains(a.Value.String(), "order-") {
+				t.Errorf("span %q: %s = %q carries an order id", s.Name, a.Key, a.Value.String())
 			}
 		}
 	}

@@ -14,8 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/driver"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/report"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // coldTimeout bounds one cold start: Lambda's init phase limit.
@@ -106,9 +108,12 @@ func (r *runner) coldConsumer(ctx context.Context) (time.Duration, int64, error)
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_ENDPOINT_URL_DYNAMODB="+r.proxy.URL(),
-		"IDEM_TABLE=bench-cold", "LEDGER_TABLE=bench-cold-ledger",
-		"IDEM_CACHE_SIZE=0", // no local cache, as on the Powertools side
+		consumer.EnvTable+"=bench-cold", consumer.EnvKey+"="+contract.KeyField,
+		consumer.EnvCacheSize+"=0", // no local cache, as on the Powertools side
 	)
+	for _, t := range contract.EffectTables { // the effect's tables: named, never touched before ready
+		cmd.Env = append(cmd.Env, t.Env+"=bench-cold-"+strings.ToLower(t.Env))
+	}
 	exited := make(chan error, 1)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -117,7 +122,10 @@ func (r *runner) coldConsumer(ctx context.Context) (time.Duration, int64, error)
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		select {
+		case <-exited:
+		case <-time.After(coldTimeout):
+		}
 	}()
 	select {
 	case at := <-next:

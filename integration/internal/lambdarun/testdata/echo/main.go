@@ -14,6 +14,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
+// faultHookURL is consumer.EnvFaultHookURL, which the harness sets. This
+// test function imports nothing of the repository, so that building it
+// stays quick; the harness's tests fail if the two names part.
+const faultHookURL = "FAULT_HOOK_URL"
+
 type request struct {
 	Op    string `json:"op"`    // echo | sleep | error | deadline | fault | panic | exit
 	Value string `json:"value"` // echoed back / error message / fault key
@@ -49,7 +54,7 @@ func handle(ctx context.Context, req request) (response, error) {
 			out.DeadlineMs = dl.UnixMilli()
 		}
 	case "fault":
-		u := os.Getenv("FAULT_HOOK_URL") + "?point=" + url.QueryEscape("before-commit") + "&key=" + url.QueryEscape(req.Value)
+		u := os.Getenv(faultHookURL) + "?point=" + url.QueryEscape("before-commit") + "&key=" + url.QueryEscape(req.Value)
 		resp, err := http.Post(u, "text/plain", nil)
 		if err != nil {
 			return out, err

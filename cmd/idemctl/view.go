@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// recordView is a record as inspect, list and resolve print it, and its
+// JSON (documented in doc.go).
+type recordView struct {
+	// Key is the business key, only when the operator typed it.
+	Key        string `json:"key,omitempty"`
+	StorageKey string `json:"storageKey"`
+	State      state  `json:"state"`
+	Meaning    string `json:"meaning"`
+	Status     string `json:"status,omitempty"`
+	Attempts   int    `json:"attempts"`
+	// LeaseUntil and LeaseLeftSeconds (negative once ended) are the lease
+	// of the attempt that last took the record.
+	LeaseUntil       *time.Time `json:"leaseUntil,omitempty"`
+	LeaseLeftSeconds *int64     `json:"leaseLeftSeconds,omitempty"`
+	// LastError is the error class of the last failed attempt.
+	LastError     string `json:"lastError,omitempty"`
+	ResultBytes   int    `json:"resultBytes"`
+	ResultOmitted bool   `json:"resultOmitted,omitempty"`
+	// ExpiresAt is the end of retention (TTL); RetentionLeftSeconds is
+	// negative once expired.
+	ExpiresAt            *time.Time `json:"expiresAt,omitempty"`
+	RetentionLeftSeconds *int64     `json:"retentionLeftSeconds,omitempty"`
+	UpdatedAt            *time.Time `json:"updatedAt,omitempty"`
+	// DLQ: the dead-lettered messages of the key (inspect only).
+	DLQ []messageView `json:"dlqMessages,omitempty"`
+
+	rec idem.Record
+	now time.Time
+}
+
+// messageView is a dead-lettered message; Body only with --show-bodies.
+type messageView struct {
+	MessageID string     `json:"messageId"`
+	SentAt    *time.Time `json:"sentAt,omitempty"`
+	Receives  int        `json:"receives"`
+	Body      *string    `json:"body,omitempty"`
+}
+
+// view interprets rec (found under skey) at now; typed is the key as the
+// operator typed it, "" when they gave a storage key.
+func (a *app) view(rec idem.Record, found bool, skey, typed string, now time.Time) recordView {
+	st := stateOf(rec, found, now)
+	shown, resolveArg := a.shownKey(skey), "--storage-key "+a.shownKey(skey)
+	if typed != "" {
+		// The operator typed the key: a plain storage key tells nothing new.
+		shown, resolveArg = skey, typed
+	}
+	v := recordView{
+		Key: typed, StorageKey: shown, State: st, Meaning: meaning(rec, st, now, resolveArg),
+		Status: string(rec.Status), Attempts: rec.Attempts, LastError: rec.LastError,
+		ResultBytes: len(rec.Result), ResultOmitted: rec.ResultOmitted,
+		LeaseUntil: stampPtr(rec.LeaseUntil), ExpiresAt: stampPtr(rec.ExpiresAt), UpdatedAt: stampPtr(rec.UpdatedAt),
+		rec: rec, now: now,
+	}
+	if !rec.LeaseUntil.IsZero() {
+		s := seconds(rec.LeaseUntil.Sub(now))
+		v.LeaseLeftSeconds = &s
+	}
+	if !rec.ExpiresAt.IsZero() {
+		s := seconds(rec.ExpiresAt.Sub(now))
+		v.RetentionLeftSeconds = &s
+	}
+	return v
+}
+
+func (a *app) messageView(m message) messageView {
+	v := messageView{MessageID: m.id, SentAt: stampPtr(m.sentAt), Receives: m.receives}
+	if a.showBodies {
+		v.Body = &m.body
+	}
+	return v
+}
+
+// printRecord writes v as a block of name/value lines.
+func (a *app) printRecord(w io.Writer, v recordView) {
+	title := v.StorageKey
+	if v.Key != "" {
+		title = fmt.Sprintf("%s\t(%s)", v.Key, v.StorageKey)
+	}
+	fmt.Fprintln(w, title)
+	fmt.Fprintf(w, "  state\t%s\n", v.Meaning)
+	if v.State == stateAbsent {
+		return
+	}
+	rec, now := v.rec, v.now
+	fmt.Fprintf(w, "  status\t%s, %d attempt(s)\n", rec.Status, rec.Attempts)
+	if rec.Status == idem.StatusInProgress {
+		// Only a record in progress is held: a receipt or a release
+		// ends the lease, whatever its end said.
+		fmt.Fprintf(w, "  lease\tuntil %s\n", relative(now, rec.LeaseUntil))
+	}
+	fmt.Fprintf(w, "  last error\t%s\n", orDash(rec.LastError))
+	fmt.Fprintf(w, "  result\t%s\n", resultSize(rec))
+	fmt.Fprintf(w, "  retention\tuntil %s\n", relative(now, rec.ExpiresAt))
+	fmt.Fprintf(w, "  updated\t%s\n", relative(now, rec.UpdatedAt))
+}

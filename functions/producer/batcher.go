@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// entry is one message waiting for a batch.
+type entry struct {
+	key  string
+	body string
+	size int       // what the message counts toward the batch's payload limit
+	done chan sent // buffered: the batch never waits for the message
+
+	// Set by submit; flushed is guarded by the batcher's mutex.
+	ctx     context.Context // the effect's: its record may be released once it ends
+	flushed bool            // handed to a SendMessageBatch call
+}
+
+func newEntry(key, body string) *entry {
+	return &entry{key: key, body: body, size: messageSize(key, body), done: make(chan sent, 1)}
+}
+
+// messageSize is what a message counts toward the SendMessageBatch payload
+// limit: its body and its attributes' names, data types and values.
+func messageSize(key, body string) int {
+	return len(body) + len(keyAttribute) + len(attributeType) + len(key)
+}
+
+// tooLarge is the error of a message that no SendMessageBatch call can take.
+func tooLarge(size int) error {
+	return fmt.Errorf("%w: %w: the message is %d bytes (body and attributes), more than the %d bytes SQS takes",
+		ErrBadMessage, ErrTooLarge, size, maxBatchBytes)
+}
+
+type sent struct {
+	messageID string
+	err       error
+}
+
+func (s sent) result() ([]byte, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return []byte(s.messageID), nil
+}
+
+// batcher groups the entries of concurrent messages into SendMessageBatch
+// calls: a batch goes when it has 10 entries, when the next entry would take
+// its payload over maxBatchBytes, or linger after its first entry.
+//
+// An entry is sent only while its message may still be sent: an entry whose
+// context (the effect's) ends before its batch goes is taken out and never
+// sent, and each call runs under a context that ends with the earliest of
+// its entries' deadlines (see batchContext).
+type batcher struct {
+	ctx    context.Context // the invocation's: the parent of every batch's context
+	send   func(ctx context.Context, batch []*entry)
+	linger time.Duration
+
+	mu           sync.Mutex
+	pending      []*entry
+	pendingBytes int
+	timer        *time.Timer
+
+	// wg counts the send goroutines and the armed linger timer; wait
+	// waits for them, so that none outlives the invocation.
+	wg sync.WaitGroup
+}
+
+func newBatcher(ctx context.Context, send func(context.Context, []*entry), linger time.Duration) *batcher {
+	return &batcher{ctx: ctx, send: send, linger: linger}
+}
+
+// submit queues e and waits for its send, or for ctx to end. It returns the
+// SQS message id.
+func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
+	if e.size > maxBatchBytes {
+		return nil, tooLarge(e.size)
+	}
+	b.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("producer: not sent: %w", err)
+	}
+	e.ctx = ctx
+	if len(b.pending) > 0 && b.pendingBytes+e.size > maxBatchBytes {
+		b.flushLocked()
+	}
+	b.pending = append(b.pending, e)
+	b.pendingBytes += e.size
+	if len(b.pending) >= maxBatch {
+		b.flushLocked()
+	} else if b.timer == nil {
+		b.wg.Add(1) // done by the timer's function, or by stopTimerLocked
+		b.timer = time.AfterFunc(b.linger, func() {
+			defer b.wg.Done()
+			b.flush()
+		})
+	}
+	b.mu.Unlock()
+
+	select {
+	case s := <-e.done:
+		return s.result()
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	inFlight := e.flushed
+	if !inFlight {
+		b.removeLocked(e)
+	}
+	b.mu.Unlock()
+	if !inFlight {
+		// Out of the batch before it went: never sent.
+		return nil, fmt.Errorf("producer: not sent, no batch went before the deadline: %w", ctx.Err())
+	}
+	select {
+	case s := <-e.done: // it finished just in time
+		return s.result()
+	default:
+	}
+	// The call ends by this deadline too (batchContext), but SQS may have
+	// taken the message already. The Guard releases the record, so a later
+	// run may send the message again; the consumer dedups it by key.
+	return nil, fmt.Errorf("%w: the SendMessageBatch call was in flight when the time for the send ran out: %w",
+		ErrSendUnknown, ctx.Err())
+}
+
+// removeLocked takes e out of the pending batch, if it is there.
+func (b *batcher) removeLocked(e *entry) {
+	for i, p := range b.pending {
+		if p == e {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			b.pendingBytes -= e.size
+			break
+		}
+	}
+	if len(b.pending) == 0 {
+		b.stopTimerLocked()
+	}
+}
+
+func (b *batcher) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+}
+
+func (b *batcher) stopTimerLocked() {
+	if b.timer == nil {
+		return
+	}
+	if b.timer.Stop() {
+		b.wg.Done() // the function will not run
+	}
+	b.timer = nil
+}
+
+func (b *batcher) flushLocked() {
+	b.stopTimerLocked()
+	var batch []*entry
+	for _, e := range b.pending {
+		if e.ctx.Err() != nil {
+			continue // its submit is returning "not sent"
+		}
+		e.flushed = true
+		batch = append(batch, e)
+	}
+	b.pending, b.pendingBytes = nil, 0
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(b.ctx, batch)
+	b.wg.Go(func() {
+		defer cancel()
+		b.send(ctx, batch)
+	})
+}
+
+// wait stops the linger timer and waits for every send to finish. Call it
+// once no submit is running.
+func (b *batcher) wait() {
+	b.mu.Lock()
+	b.stopTimerLocked()
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// batchContext is the context of a batch's calls, retries included: parent
+// (the invocation's), ending at the earliest deadline of the entries'
+// contexts. Once an entry's context ends, its message gives up and the Guard
+// releases its record, so the batch must not be sent or retried past that
+// point. The entries' contexts are the Guard's effect contexts, children of
+// parent that end by their deadline or with parent, so the deadline is all
+// it takes.
+func batchContext(parent context.Context, batch []*entry) (context.Context, context.CancelFunc) {
+	var earliest time.Time
+	for _, e := range batch {
+		if d, ok := e.ctx.Deadline(); ok && (earliest.IsZero() || d.Before(earliest)) {
+			earliest = d
+		}
+	}
+	if earliest.IsZero() {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, earliest)
+}

@@ -1,0 +1,107 @@
+package consumer
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+)
+
+// Guard is the settings of an idem Guard: Config's, and those of another
+// function that keeps receipts in the same table (a producer), read with
+// ReadGuard.
+type Guard struct {
+	Namespace    string        // EnvNamespace
+	Retention    time.Duration // EnvRetention, default DefaultRetention
+	SafetyMargin time.Duration // EnvSafetyMargin, default DefaultSafetyMargin
+	Lease        time.Duration // EnvLease, 0: the remaining Lambda time
+	CacheSize    int           // EnvCacheSize, default DefaultCacheSize, 0: off
+}
+
+// Options are the idem options the settings imply.
+func (g Guard) Options() []idem.Option {
+	opts := []idem.Option{idem.WithRetention(g.Retention), idem.WithSafetyMargin(g.SafetyMargin)}
+	if g.Lease > 0 {
+		opts = append(opts, idem.WithLease(g.Lease))
+	}
+	if g.CacheSize > 0 {
+		opts = append(opts, idem.WithCache(g.CacheSize))
+	}
+	return opts
+}
+
+// ReadGuard reads the Guard settings from e; namespace is the default of
+// EnvNamespace.
+func ReadGuard(e *Env, namespace string) Guard {
+	g := Guard{
+		Namespace:    e.String(EnvNamespace, namespace),
+		Retention:    e.Duration(EnvRetention, DefaultRetention),
+		SafetyMargin: e.Duration(EnvSafetyMargin, DefaultSafetyMargin),
+		Lease:        e.Duration(EnvLease, 0),
+		CacheSize:    e.Int(EnvCacheSize, DefaultCacheSize, 0),
+	}
+	if g.Lease != 0 && g.Lease <= g.SafetyMargin {
+		e.Fail(EnvLease, "%s leaves no time for the effect after the %s safety margin", g.Lease, g.SafetyMargin)
+	}
+	return g
+}
+
+// Config is the runtime's configuration: what the construct sets in the
+// function's environment (see names.go), read by Load.
+type Config struct {
+	Guard                   // namespace default DefaultNamespace
+	Store            string // EnvStore, StoreDynamoDB or StoreRedis
+	Table            string // EnvTable, required with StoreDynamoDB
+	RedisURL         string // EnvRedisURL, required with StoreRedis
+	Mode             string // EnvMode, ModeLease or ModeTransactional
+	Key              string // EnvKey, "" when the Effect brings its own Key function
+	BatchConcurrency int    // EnvBatchConcurrency
+	// MaxReceiveCount is the queue's maxReceiveCount (EnvMaxReceiveCount),
+	// 0 when not known: a copy that meets InProgress on its last receive
+	// waits for the holder instead of failing into the dead-letter queue
+	// (sqsbatch.WithMaxReceiveCount).
+	MaxReceiveCount int
+	LogLevel        slog.Level // EnvLogLevel
+	LogBodies       bool       // EnvLogBodies
+}
+
+// Load reads the configuration with getenv (os.Getenv in a Lambda). The
+// error is a *ConfigError naming every missing or wrong variable.
+func Load(getenv func(string) string) (Config, error) {
+	e := NewEnv(getenv)
+	c := readConfig(e)
+	return c, e.Err("consumer")
+}
+
+// readConfig reads the configuration with e, which collects the problems.
+func readConfig(e *Env) Config {
+	c := Config{
+		Guard:            ReadGuard(e, DefaultNamespace),
+		Store:            e.OneOf(EnvStore, DefaultStore, StoreDynamoDB, StoreRedis),
+		Mode:             e.OneOf(EnvMode, DefaultMode, Modes()...),
+		Key:              e.String(EnvKey, ""),
+		BatchConcurrency: e.Int(EnvBatchConcurrency, DefaultBatchConcurrency, 1),
+		MaxReceiveCount:  e.Int(EnvMaxReceiveCount, 0, 0),
+		LogLevel:         e.Level(EnvLogLevel, DefaultLogLevel),
+		LogBodies:        e.Bool(EnvLogBodies),
+	}
+	// Both are read whatever the store, so that a variable set for the
+	// other store is not reported as unread.
+	c.Table, c.RedisURL = e.String(EnvTable, ""), e.String(EnvRedisURL, "")
+	switch c.Store {
+	case StoreDynamoDB:
+		if c.Table == "" {
+			e.Fail(EnvTable, "required with %s=%s", EnvStore, StoreDynamoDB)
+		}
+	case StoreRedis:
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			e.Fail(EnvRedisURL, "required with %s=%s, a redis:// or rediss:// URL: %v", EnvStore, StoreRedis, err)
+		}
+		if c.Mode == ModeTransactional {
+			e.Fail(EnvMode, "%s needs %s=%s: Redis cannot commit DynamoDB writes with a receipt", ModeTransactional, EnvStore, StoreDynamoDB)
+		}
+	}
+	return c
+}

@@ -1,0 +1,47 @@
+// Package consumer is the runtime of an exactly-once SQS consumer: the
+// Lambda half of the CDK construct infra/exactlyonce. A team writes its
+// effect; main is one call:
+//
+//	func main() { consumer.Start(setup) }
+//
+//	func setup(ctx context.Context, rt *consumer.Runtime) (consumer.Effect, error) {
+//		table := rt.Env.Required("POINTS_TABLE")
+//		return consumer.Effect{Tx: func(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error) {
+//			return idem.TxEffect{Writes: []any{addPoints(table, key, msg.Body)}}, nil
+//		}}, nil
+//	}
+//
+// # One configuration story
+//
+// The construct's Config becomes the function's environment (the names in
+// names.go, which the construct imports), and Start reads it back with
+// Load: the receipt store (IDEM_STORE: DynamoDB, or Redis with
+// IDEM_REDIS_URL), the namespace, the mode, the key, the Guard's
+// retention, safety margin, lease and cache, the batch concurrency, the
+// log level. Every missing or wrong variable is named at once, the
+// effect's own (read with Runtime.Env) included, and the instance does not
+// start: Lambda reports an init error and the messages stay in the queue.
+//
+// # Modes
+//
+// IDEM_MODE=lease runs Effect.Lease under a lease: any side effect, at
+// most once except for the documented window (a crash between the effect
+// and its receipt). IDEM_MODE=transactional commits the writes Effect.Tx
+// returns together with the receipt in one DynamoDB transaction: exactly
+// once. An effect may implement both; the one the mode names must be set.
+//
+// # Metrics and logs
+//
+// Each batch writes one CloudWatch Embedded Metric Format line (namespace
+// MetricNamespace, dimensions FunctionName and Namespace, one count per
+// outcome: Metrics), which the construct's dashboard and alarms read, and
+// one "batch done" log line; sqsbatch writes one line per record. Logs are
+// slog JSON with the Lambda request id; message bodies are logged only for
+// failed records and only with LOG_BODIES=true.
+//
+// # Fault switches
+//
+// Built with the tag sqsidem_faults, the runtime wraps the effect in the
+// integration suite's fault switches (faultnames.go); without it, as
+// deployed, they do not exist.
+package consumer

@@ -1,0 +1,119 @@
+package consumer
+
+import (
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
+)
+
+// This file is the contract between the CDK construct (infra/exactlyonce)
+// and the runtime: every name both sides must spell the same. The
+// construct imports them; a test synthesizes it and fails when it sets a
+// variable Variables does not list or graphs a metric Metrics does not.
+
+// Environment variables the runtime reads.
+const (
+	EnvStore            = "IDEM_STORE"             // StoreDynamoDB (default) or StoreRedis
+	EnvTable            = "IDEM_TABLE"             // receipt table; required with StoreDynamoDB
+	EnvRedisURL         = "IDEM_REDIS_URL"         // redis:// or rediss:// URL; required with StoreRedis
+	EnvNamespace        = "IDEM_NAMESPACE"         // idem namespace, the metrics' Namespace dimension; default DefaultNamespace
+	EnvMode             = "IDEM_MODE"              // ModeLease or ModeTransactional; default DefaultMode
+	EnvKey              = "IDEM_KEY"               // the business key (KeyField); required unless the Effect has a Key function
+	EnvRetention        = "IDEM_RETENTION"         // receipt TTL, a Go duration; default DefaultRetention
+	EnvSafetyMargin     = "IDEM_SAFETY_MARGIN"     // lease end - effect deadline; default DefaultSafetyMargin
+	EnvLease            = "IDEM_LEASE"             // explicit lease; default the remaining Lambda time
+	EnvCacheSize        = "IDEM_CACHE_SIZE"        // completed keys kept in memory, 0 = off; default DefaultCacheSize
+	EnvBatchConcurrency = "IDEM_BATCH_CONCURRENCY" // records of a batch run at once; default DefaultBatchConcurrency
+	EnvMaxReceiveCount  = "IDEM_MAX_RECEIVE_COUNT" // the queue's maxReceiveCount; 0 or unset: unknown
+	EnvLogLevel         = "LOG_LEVEL"              // DEBUG, INFO, WARN or ERROR; default DefaultLogLevel
+	EnvLogBodies        = "LOG_BODIES"             // log the bodies of failed records; default false
+)
+
+// Variables lists every variable the runtime reads, in the order above.
+func Variables() []string {
+	return []string{
+		EnvStore, EnvTable, EnvRedisURL, EnvNamespace, EnvMode, EnvKey, EnvRetention, EnvSafetyMargin,
+		EnvLease, EnvCacheSize, EnvBatchConcurrency, EnvMaxReceiveCount, EnvLogLevel, EnvLogBodies,
+	}
+}
+
+// Modes (IDEM_MODE).
+const (
+	// ModeLease runs any effect under a lease (Effect.Lease); a crash after
+	// the effect and before the receipt can repeat it (the documented
+	// window).
+	ModeLease = "lease"
+	// ModeTransactional commits an effect made of DynamoDB writes
+	// (Effect.Tx) together with the receipt in one transaction: exactly
+	// once, no window.
+	ModeTransactional = "transactional"
+)
+
+// Modes lists the modes.
+func Modes() []string { return []string{ModeLease, ModeTransactional} }
+
+// Stores (IDEM_STORE).
+const (
+	StoreDynamoDB = "dynamodb" // pkg/idem/dynamostore; both modes
+	StoreRedis    = "redis"    // pkg/idem/redisstore (Redis OSS, Valkey); lease mode only
+)
+
+// Defaults of the variables, shared by the runtime and the construct.
+const (
+	DefaultStore     = StoreDynamoDB
+	DefaultNamespace = "consumer"
+	DefaultMode      = ModeLease
+	DefaultRetention = idem.DefaultRetention
+	// DefaultSafetyMargin is longer than the library's own
+	// (idem.DefaultSafetyMargin): a Lambda's clock and DynamoDB's round
+	// trips under load leave less room than a test's.
+	DefaultSafetyMargin     = 3 * time.Second
+	DefaultCacheSize        = 1000
+	DefaultBatchConcurrency = sqsbatch.DefaultConcurrency
+	DefaultLogLevel         = "INFO"
+)
+
+// The CloudWatch Embedded Metric Format line the runtime writes per batch:
+// its namespace, and its dimensions in this order (the function, and the
+// idem namespace, so that several consumers, or one table shared by several
+// namespaces, graph apart).
+const (
+	MetricNamespace       = "ExactlyOnce"
+	DimensionFunctionName = "FunctionName"
+	DimensionNamespace    = "Namespace"
+)
+
+// Metric names: one count per batch, by the records' outcome.
+const (
+	MetricExecuted    = "Executed"    // the effect ran and its receipt was written
+	MetricDuplicate   = "Duplicate"   // a receipt existed: skipped, result replayed
+	MetricInProgress  = "InProgress"  // another attempt holds the lease: retried later
+	MetricFailed      = "Failed"      // the effect failed: released, retried
+	MetricStoreError  = "StoreError"  // the receipt store failed (after retries): retried
+	MetricLeaseLost   = "LeaseLost"   // the effect outlived its lease and was fenced off
+	MetricUnconfirmed = "Unconfirmed" // the effect ran but no receipt before the lease end
+	MetricMismatch    = "Mismatch"    // same key, different payload: to the DLQ
+	MetricRejected    = "Rejected"    // no valid key: to the DLQ
+	MetricSkipped     = "Skipped"     // not run after an earlier record of its FIFO group or key failed
+)
+
+// Metrics lists every metric the runtime emits, in the order it writes them.
+func Metrics() []string {
+	return []string{
+		MetricExecuted, MetricDuplicate, MetricInProgress, MetricFailed, MetricStoreError,
+		MetricLeaseLost, MetricUnconfirmed, MetricMismatch, MetricRejected, MetricSkipped,
+	}
+}
+
+// Stack outputs the construct adds, by which an operator tool finds a
+// consumer: the construct's id, then the suffix ("Orders" + OutputQueueURL);
+// the id "Default" adds none.
+const (
+	OutputTable              = "IdempotencyTableName"
+	OutputQueueURL           = "QueueUrl"
+	OutputDeadLetterQueueURL = "DeadLetterQueueUrl"
+	OutputFunctionName       = "ConsumerFunctionName"
+	OutputNamespace          = "IdempotencyNamespace"
+	OutputKey                = "IdempotencyKey" // only when the construct's Config.Key is set
+)
