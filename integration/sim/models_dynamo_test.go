@@ -27,7 +27,7 @@ import (
 // The model check replays this many schedules of each backend (make test:
 // these defaults; DynamoDB Local answers a schedule in about 25 ms).
 var (
-	dynamoSchedules = flag.Int("sim.models.dynamodb", 1000, "DynamoDB schedules the model check replays against DynamoDB Local")
+	dynamoSchedules = flag.Int("sim.models.dynamodb", 400, "DynamoDB schedules the model check replays against DynamoDB Local")
 	redisSchedules  = flag.Int("sim.models.redis", 2000, "Redis schedules the model check replays against redis-server")
 )
 
