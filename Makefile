@@ -118,10 +118,12 @@ test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## every
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stack deployed, driven and destroyed, on one instance;
-	@# the fork rehearsal runs alongside the deployed stack, which spends
-	@# most of its time waiting for its bad messages' redeliveries (3 x 24 s).
+	@# the simulator (100,000 schedules), its mutants and the fork rehearsal
+	@# run alongside the deployed stack, which spends most of its time
+	@# waiting for its bad messages' redeliveries (3 x 24 s).
 	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && \
-		bash integration/scripts/alongside.sh $(CACHE)/fork-rehearsal.log bash integration/scripts/fork-rehearsal.sh -- \
+		bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
+			bash -c "$(MAKE) --no-print-directory sim mutants && bash integration/scripts/fork-rehearsal.sh" -- \
 		bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
@@ -143,6 +145,21 @@ test-compile: deps-base
 .PHONY: fork-rehearsal
 fork-rehearsal: deps-base ## follow the README's forking checklist on a scratch copy (hotel rooms, transactional) and prove the result
 	@bash integration/scripts/fork-rehearsal.sh
+
+# The deterministic simulator (integration/sim): SIM_SEEDS schedules from
+# SIM_FIRST, without -race (make unit runs 2,000 with it); then every
+# deliberate bug of integration/sim/cmd/mutants, each of which it must catch
+# within 100,000 schedules. A failing seed prints its trace and the command
+# that replays it.
+SIM_SEEDS ?= 100000
+SIM_FIRST ?= 1
+.PHONY: sim
+sim: ## the simulator: SIM_SEEDS schedules (100,000) from SIM_FIRST (1), e.g. make sim SIM_FIRST=1000001 SIM_SEEDS=1000000
+	go test -count=1 -run '^TestSimulate$$' -v ./integration/sim/ -sim.seeds $(SIM_SEEDS) -sim.first $(SIM_FIRST) | grep -vE '^ *(=== |--- PASS: TestSimulate/)'
+
+.PHONY: mutants
+mutants: ## apply each deliberate bug alone and show the simulator catches it (table: bug -> seeds until caught)
+	go run ./integration/sim/cmd/mutants
 
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)

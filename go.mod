@@ -22,10 +22,15 @@ require (
 	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem/otelidem v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/yuin/gopher-lua v1.1.2
+	go.opentelemetry.io/otel v1.46.0
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.46.0
+	go.opentelemetry.io/otel/sdk v1.46.0
+	go.opentelemetry.io/otel/trace v1.46.0
 )
 
 require (
@@ -48,9 +53,14 @@ require (
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v54 v54.11.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.39.0 // indirect
@@ -63,14 +73,16 @@ require (
 )
 
 // The library is its own modules (pkg/idem, pkg/idem/dynamostore,
-// pkg/idem/sqsbatch, pkg/idem/redisstore, and the consumer runtime
-// pkg/idem/consumer), so that a user's go get pulls no CDK. In this
-// repository they are built from their directories; go.work does the same
-// for commands run inside them.
+// pkg/idem/sqsbatch, pkg/idem/redisstore, the consumer runtime
+// pkg/idem/consumer, and the OpenTelemetry adapter pkg/idem/otelidem), so
+// that a user's go get pulls no CDK. In this repository they are built
+// from their directories; go.work does the same for commands run inside
+// them.
 replace (
 	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer => ./pkg/idem/consumer
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore
+	github.com/exactlyonce/sqsidem/pkg/idem/otelidem => ./pkg/idem/otelidem
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore => ./pkg/idem/redisstore
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ./pkg/idem/sqsbatch
 )

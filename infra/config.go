@@ -34,8 +34,8 @@ const (
 
 // Config is the app's single source of truth: the consumer's settings
 // (exactlyonce.Config, validated there) and the example's own. The producer
-// shares FunctionTimeout, MemoryMB, RemovalPolicy and LogRetention with the
-// consumer.
+// shares FunctionTimeout, MemoryMB, Tracing, RemovalPolicy and LogRetention
+// with the consumer.
 type Config struct {
 	exactlyonce.Config
 	// Effect holds values of the effect's plain variables

@@ -4,9 +4,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
@@ -66,5 +69,47 @@ func TestNagSuppressionsHaveReasons(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("suppressions = %v, want %v", got, want)
 		}
+	}
+}
+
+// TestNagTracingDisabled: with Config.Tracing disabled neither function is
+// traced, neither role has X-Ray's Resource '*', so the X-Ray suppression
+// is gone too, and nag's only finding is Serverless-LambdaTracing on each
+// function: the choice the app made, not suppressed on its behalf.
+func TestNagTracingDisabled(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tracing = awslambda.Tracing_DISABLED
+	stack := newTestStack(cfg)
+	ApplyNag(stack)
+	tpl := cdktest.Synth(t, stack)
+	for id, fn := range tpl.ByType("AWS::Lambda::Function") {
+		if v, ok := fn["TracingConfig"]; ok {
+			t.Errorf("%s: TracingConfig = %v, want none", id, v)
+		}
+	}
+	for id, r := range tpl.Resources {
+		if strings.Contains(cdktest.JSON(r.Properties), "xray:") {
+			t.Errorf("%s grants X-Ray actions without tracing", id)
+		}
+		if strings.Contains(cdktest.JSON(r.Metadata), "AwsSolutions-IAM5") {
+			t.Errorf("%s: AwsSolutions-IAM5 suppressed, with nothing left to suppress", id)
+		}
+	}
+	ann := assertions.Annotations_FromStack(stack)
+	var found []string
+	for _, pack := range []string{"AwsSolutions-.*", "Serverless-.*"} {
+		match := assertions.Match_StringLikeRegexp(jsii.String(pack))
+		for _, m := range append(*ann.FindError(jsii.String("*"), match), *ann.FindWarning(jsii.String("*"), match)...) {
+			rule, _, _ := strings.Cut(fmt.Sprint(m.Entry.Data), ":")
+			found = append(found, rule+" at "+*m.Id)
+		}
+	}
+	slices.Sort(found)
+	want := []string{
+		"Serverless-LambdaTracing at /Test/Default/Consumer/Resource",
+		"Serverless-LambdaTracing at /Test/Producer/Resource",
+	}
+	if !slices.Equal(found, want) {
+		t.Errorf("nag findings = %q, want %q", found, want)
 	}
 }

@@ -109,6 +109,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 		LogRetention:        cfg.LogRetention,
 		RemovalPolicy:       cfg.RemovalPolicy,
 		Key:                 key,
+		Tracing:             cfg.Tracing,
 		NoDLQReason:         "Invoked only synchronously (RequestResponse) by clients and the test suite, which see errors directly; there are no async events to dead-letter.",
 	})
 	orders.GrantSend(producer)

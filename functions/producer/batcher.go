@@ -9,10 +9,11 @@ import (
 
 // entry is one message waiting for a batch.
 type entry struct {
-	key  string
-	body string
-	size int       // what the message counts toward the batch's payload limit
-	done chan sent // buffered: the batch never waits for the message
+	key   string
+	body  string
+	trace map[string]string // the send span's context (traceparent...), when tracing
+	size  int               // what the message counts toward the batch's payload limit
+	done  chan sent         // buffered: the batch never waits for the message
 
 	// Set by submit; flushed is guarded by the batcher's mutex.
 	ctx     context.Context // the effect's: its record may be released once it ends
@@ -27,6 +28,15 @@ func newEntry(key, body string) *entry {
 // limit: its body and its attributes' names, data types and values.
 func messageSize(key, body string) int {
 	return len(body) + len(keyAttribute) + len(attributeType) + len(key)
+}
+
+// carry adds the trace context attributes (otelidem.MessageAttributes) to
+// the message, and their size to its size. Call it before submit.
+func (e *entry) carry(attrs map[string]string) {
+	e.trace = attrs
+	for name, value := range attrs {
+		e.size += len(name) + len(attributeType) + len(value)
+	}
 }
 
 // tooLarge is the error of a message that no SendMessageBatch call can take.

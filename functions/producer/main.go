@@ -1,6 +1,7 @@
 // Command producer is the Lambda function that publishes messages to the
 // queue without sending one twice, each keyed by its contract.KeyField.
 // main only wires configuration and clients; the logic is in producer.go.
+// OTEL_TRACES_EXPORTER=console traces its sends (tracing.go).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/functions/internal/tracing"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
@@ -23,7 +25,8 @@ import (
 func main() {
 	cfg, err := contract.LoadProducer(os.Getenv)
 	faults, ferr := loadFaults(os.Getenv)
-	if err := errors.Join(err, ferr); err != nil {
+	tp, _, terr := tracing.Setup(context.Background())
+	if err := errors.Join(err, ferr, terr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -49,5 +52,6 @@ func main() {
 		log.Error("producer", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
+	p.traceWith(tp)
 	lambda.Start(p.Handle)
 }

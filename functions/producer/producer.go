@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
@@ -106,6 +107,7 @@ type Producer struct {
 	backoff     time.Duration // before the first retry, doubled after
 	linger      time.Duration // how long a partial batch waits for more entries
 	log         *slog.Logger
+	tracer      trace.Tracer // nil: no tracing (traceWith)
 }
 
 // NewProducer builds the producer: its receipts go to store, its messages
@@ -196,7 +198,10 @@ func (p *Producer) message(ctx context.Context, b *batcher, raw json.RawMessage)
 		return result{key: key, outcome: idem.Rejected, err: tooLarge(e.size)}
 	}
 	res, err := p.guard.Do(ctx, key, body.Bytes(), func(ctx context.Context) ([]byte, error) {
-		return b.submit(ctx, e)
+		ctx, end := p.startSend(ctx, e)
+		id, err := b.submit(ctx, e)
+		end(id, err)
+		return id, err
 	})
 	if err != nil && res.Value != nil {
 		// The value is the SQS message id: the send happened, the receipt

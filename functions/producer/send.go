@@ -94,6 +94,9 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) (map[*entry]sen
 				keyAttribute: {DataType: aws.String(attributeType), StringValue: aws.String(e.key)},
 			},
 		}
+		for name, value := range e.trace {
+			req.MessageAttributes[name] = types.MessageAttributeValue{DataType: aws.String(attributeType), StringValue: aws.String(value)}
+		}
 		if p.fifo {
 			// One group per key: keys are independent. SQS's own
 			// five-minute deduplication then catches a quick re-send too.

@@ -2,6 +2,7 @@ package exactlyonce
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -43,21 +44,42 @@ func (c *Consumer) OutcomeMetric(name string) awscloudwatch.Metric {
 	})
 }
 
+// maxAlarmDescription is CloudWatch's limit on an AlarmDescription.
+const maxAlarmDescription = 1024
+
+// RunbookSection is the address of an alarm's section of the runbook:
+// RunbookURL#<alarm id in lower case>, GitHub's anchor of the heading
+// "## <alarm id>". Every alarm's description ends with it.
+func (c Config) RunbookSection(alarmID string) string {
+	return c.RunbookURL + "#" + strings.ToLower(alarmID)
+}
+
 // addAlarms: anything in the DLQ, a backlog older than retries can explain,
 // any function error (with ReportBatchItemFailures a failed message is a
 // partial batch response, so Errors > 0 means a crash or timeout), and the
 // library's outcomes that put exactly-once at risk. With
 // Config.AlarmTopicARN set, every alarm notifies that (imported, not
 // created) SNS topic.
-func (c *Consumer) addAlarms() {
+//
+// Each description says first what to run (idemctl, pointed at this
+// consumer), then what happened, and ends with the alarm's runbook
+// section (Config.RunbookSection).
+func (c *Consumer) addAlarms(id string) {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	opts := func(statistic string) *awscloudwatch.MetricOptions {
 		return &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String(statistic)}
 	}
+	cfg := c.Config
+	target := c.idemctlTarget(id)
+	var tooLong []string
 	// Every alarm fires above its threshold in datapoints of periods
 	// one-minute periods; missing data (an idle queue) is fine.
-	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64, datapoints, periods int) {
-		c.Alarms = append(c.Alarms, awscloudwatch.NewAlarm(c, jsii.String(id), &awscloudwatch.AlarmProps{
+	alarm := func(alarmID, run, what string, metric awscloudwatch.IMetric, threshold float64, datapoints, periods int) {
+		description := fmt.Sprintf("Run: idemctl %s. %s Runbook: %s", fmt.Sprintf(run, target), what, cfg.RunbookSection(alarmID))
+		if n := len(description); n > maxAlarmDescription {
+			tooLong = append(tooLong, fmt.Sprintf("%s (%d)", alarmID, n))
+		}
+		c.Alarms = append(c.Alarms, awscloudwatch.NewAlarm(c, jsii.String(alarmID), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(description),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
@@ -67,21 +89,28 @@ func (c *Consumer) addAlarms() {
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		}))
 	}
-	cfg := c.Config
-	alarm("AlarmDeadLetterQueueNotEmpty", "Messages failed MaxReceiveCount times and were dead-lettered.",
+	alarm("AlarmDeadLetterQueueNotEmpty", "redrive --dry-run %s",
+		"Messages failed MaxReceiveCount times and were dead-lettered.",
 		c.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), 0, 1, 1)
-	alarm("AlarmQueueBacklogAge",
+	alarm("AlarmQueueBacklogAge", "stats %s",
 		fmt.Sprintf("Oldest message is older than (MaxReceiveCount+1) x visibility timeout = %s: the consumer is not keeping up.", cfg.BacklogAgeThreshold()),
 		c.Queue.MetricApproximateAgeOfOldestMessage(opts("Maximum")), cfg.BacklogAgeThreshold().Seconds(), 1, 1)
-	alarm("AlarmConsumerErrors", "The consumer function crashed or timed out.",
+	alarm("AlarmConsumerErrors", "list --status unconfirmed %s",
+		"The consumer function crashed or timed out.",
 		c.Function.MetricErrors(opts("Sum")), 0, 1, 1)
-	alarm("AlarmLeaseLost", "An effect outlived its lease and another attempt took the key over (LeaseLost): the effect may have run twice. Raise FunctionTimeout or make the effect faster.",
+	alarm("AlarmLeaseLost", "inspect --storage-key <record_key> %s, for each record_key logged with outcome=lease_lost",
+		"An effect outlived its lease and another attempt took the key over (LeaseLost): the effect may have run twice. Raise FunctionTimeout or make the effect faster.",
 		c.OutcomeMetric(consumer.MetricLeaseLost), 0, 1, 1)
-	alarm("AlarmUnconfirmed", "An effect ran but its receipt could not be written before the lease ended (Unconfirmed): the next delivery may run it again.",
+	alarm("AlarmUnconfirmed", "list --status unconfirmed %s",
+		"An effect ran but its receipt could not be written before the invocation's deadline (Unconfirmed): a later copy of the key in another instance, or after retention, may run it again.",
 		c.OutcomeMetric(consumer.MetricUnconfirmed), 0, 1, 1)
-	alarm("AlarmStoreErrors",
+	alarm("AlarmStoreErrors", "stats %s",
 		fmt.Sprintf("The receipt store failed in %d of %d minutes (StoreError): messages are retried and move towards the DLQ without their effect running.", storeErrorDatapoints, storeErrorPeriods),
 		c.OutcomeMetric(consumer.MetricStoreError), 0, storeErrorDatapoints, storeErrorPeriods)
+	if len(tooLong) > 0 {
+		panic(fmt.Sprintf("exactlyonce: consumer %q: alarm descriptions longer than CloudWatch's %d characters: %s; shorten Config.RunbookURL or the construct id",
+			id, maxAlarmDescription, strings.Join(tooLong, ", ")))
+	}
 
 	if cfg.AlarmTopicARN == "" {
 		return
@@ -91,6 +120,22 @@ func (c *Consumer) addAlarms() {
 	for _, a := range c.Alarms {
 		a.AddAlarmAction(action)
 	}
+}
+
+// idemctlTarget is the flags that point idemctl at this consumer: the
+// stack's name ($STACK when it is known only at deploy time, as in a nested
+// stack) and, unless it is the stack's unprefixed consumer (addOutputs),
+// its construct id.
+func (c *Consumer) idemctlTarget(id string) string {
+	stack := *awscdk.Stack_Of(c).StackName()
+	if isToken(stack) {
+		stack = "$STACK"
+	}
+	target := "--stack " + stack
+	if id != unprefixedID {
+		target += " --consumer " + id
+	}
+	return target
 }
 
 // datapointsToAlarm is left unset for "N of N", CloudWatch's default, which

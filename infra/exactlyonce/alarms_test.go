@@ -101,3 +101,100 @@ func TestAlarmTopic(t *testing.T) {
 		})
 	})
 }
+
+// alarmDescriptions: the AlarmDescription of each of c's alarms, by alarm
+// id.
+func alarmDescriptions(t *testing.T, c *exactlyonce.Consumer, tpl cdktest.Template) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, a := range c.Alarms {
+		id := *a.Node().Id()
+		logical := *awscdk.Stack_Of(a).GetLogicalId(a.Node().DefaultChild().(awscdk.CfnElement))
+		props, ok := tpl.ByType("AWS::CloudWatch::Alarm")[logical]
+		if !ok {
+			t.Fatalf("alarm %s (%s) is not in the template", id, logical)
+		}
+		d, ok := props["AlarmDescription"].(string)
+		if !ok {
+			t.Fatalf("alarm %s: AlarmDescription %v is not a string", id, props["AlarmDescription"])
+		}
+		out[id] = d
+	}
+	return out
+}
+
+// TestAlarmDescriptions: every description starts with the idemctl command
+// for this stack and consumer and ends with the alarm's runbook section,
+// the default runbook or the team's own.
+func TestAlarmDescriptions(t *testing.T) {
+	const own = "https://wiki.example.com/ops/orders-runbook"
+	for name, tt := range map[string]struct {
+		id, runbook, target string
+	}{
+		"default runbook":      {"Orders", "", "--stack Test --consumer Orders"},
+		"own runbook":          {"Orders", own, "--stack Test --consumer Orders"},
+		"unprefixed consumer":  {"Default", "", "--stack Test"},
+		"own runbook, Default": {"Default", own, "--stack Test"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stack := newStack()
+			c := exactlyonce.NewConsumer(stack, tt.id, &exactlyonce.ConsumerProps{Code: cdktest.Code(), Config: exactlyonce.Config{RunbookURL: tt.runbook}})
+			descriptions := alarmDescriptions(t, c, cdktest.Synth(t, stack))
+			if len(descriptions) != 6 {
+				t.Fatalf("%d alarms, want 6", len(descriptions))
+			}
+			base := tt.runbook
+			if base == "" {
+				base = exactlyonce.DefaultRunbookURL
+			}
+			for id, d := range descriptions {
+				section := base + "#" + strings.ToLower(id)
+				if got := c.Config.RunbookSection(id); got != section {
+					t.Errorf("RunbookSection(%s) = %q, want %q", id, got, section)
+				}
+				if !strings.HasSuffix(d, " Runbook: "+section) {
+					t.Errorf("alarm %s: description %q does not end with the runbook section %s", id, d, section)
+				}
+				if !strings.HasPrefix(d, "Run: idemctl ") || !strings.Contains(d, " "+tt.target+". ") && !strings.Contains(d, " "+tt.target+", ") {
+					t.Errorf("alarm %s: description %q does not start with the idemctl command for %q", id, d, tt.target)
+				}
+				if tt.id == "Default" && strings.Contains(d, "--consumer") {
+					t.Errorf("alarm %s: the unprefixed consumer needs no --consumer: %q", id, d)
+				}
+			}
+			if tt.id == "Orders" && tt.runbook == "" {
+				want := "Run: idemctl redrive --dry-run --stack Test --consumer Orders. Messages failed MaxReceiveCount times and were dead-lettered. " +
+					"Runbook: https://github.com/exactlyonce/sqsidem/blob/main/cmd/idemctl/RUNBOOK.md#alarmdeadletterqueuenotempty"
+				if got := descriptions["AlarmDeadLetterQueueNotEmpty"]; got != want {
+					t.Errorf("DLQ alarm description\n got %q\nwant %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAlarmDescriptionLength: CloudWatch refuses an AlarmDescription over
+// 1024 characters. The longest RunbookURL Validate accepts, in a stack
+// with CloudFormation's longest name, still fits; a construct id that does
+// not is refused at synth time rather than at deploy.
+func TestAlarmDescriptionLength(t *testing.T) {
+	longest := "https://runbooks.example.com/" + strings.Repeat("r", 512-len("https://runbooks.example.com/"))
+	cfg := exactlyonce.Config{RunbookURL: longest}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		t.Fatalf("the longest RunbookURL must validate: %v", err)
+	}
+	stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("S"+strings.Repeat("x", 127)), nil)
+	c := exactlyonce.NewConsumer(stack, "OrdersConsumerForTheEuropeanWarehouse", &exactlyonce.ConsumerProps{Code: cdktest.Code(), Config: cfg})
+	for id, d := range alarmDescriptions(t, c, cdktest.Synth(t, stack)) {
+		if len(d) > 1024 {
+			t.Errorf("alarm %s: description has %d characters, CloudWatch allows 1024: %q", id, len(d), d)
+		}
+	}
+
+	msg := cdktest.Panics(func() {
+		exactlyonce.NewConsumer(newStack(), strings.Repeat("Orders", 60), &exactlyonce.ConsumerProps{Code: cdktest.Code(), Config: cfg})
+	})
+	if !strings.Contains(msg, "alarm descriptions longer than CloudWatch's 1024 characters") || !strings.Contains(msg, "AlarmLeaseLost") {
+		t.Errorf("panic = %q, want the alarms whose description is too long", msg)
+	}
+}

@@ -3,11 +3,13 @@ package exactlyonce
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -20,6 +22,17 @@ import (
 // message is not redelivered while a (retried, throttled) invocation still
 // holds it.
 const visibilityMultiplier = 6
+
+// DefaultRunbookURL is the runbook of this repository (cmd/idemctl), which
+// has a section for every alarm the construct creates.
+const DefaultRunbookURL = "https://github.com/exactlyonce/sqsidem/blob/main/cmd/idemctl/RUNBOOK.md"
+
+// maxRunbookURLLen keeps every alarm description (the runbook link and a
+// sentence or two) within CloudWatch's 1024 characters.
+const maxRunbookURLLen = 512
+
+// tracingModes are the values Config.Tracing takes.
+var tracingModes = []awslambda.Tracing{awslambda.Tracing_ACTIVE, awslambda.Tracing_PASS_THROUGH, awslambda.Tracing_DISABLED}
 
 // Config is the single source of truth for a consumer. Everything that must
 // agree between resources (queue visibility vs. function timeout, receipt TTL
@@ -74,6 +87,16 @@ type Config struct {
 	// AlarmTopicARN is an optional existing SNS topic every alarm notifies;
 	// empty means the alarms have no actions.
 	AlarmTopicARN string
+	// RunbookURL is the runbook every alarm's description links to, as
+	// <RunbookURL>#<alarm id in lower case> (GitHub's anchor of a heading
+	// "## AlarmLeaseLost"). An absolute http(s) URL without a fragment; a
+	// team that forks or hosts its own runbook sets its own.
+	RunbookURL string
+	// Tracing is the consumer function's X-Ray tracing:
+	// awslambda.Tracing_ACTIVE (sampled here), Tracing_PASS_THROUGH (traced
+	// only when the caller sampled) or Tracing_DISABLED (no X-Ray, and no
+	// X-Ray permissions on the role).
+	Tracing awslambda.Tracing
 	// RemovalPolicy applies to the tables, queues and log group.
 	RemovalPolicy awscdk.RemovalPolicy
 	// LogRetention of the consumer's log group.
@@ -96,6 +119,8 @@ func DefaultConfig() Config {
 		SafetyMargin:     consumer.DefaultSafetyMargin,
 		Mode:             consumer.DefaultMode,
 		Namespace:        consumer.DefaultNamespace,
+		RunbookURL:       DefaultRunbookURL,
+		Tracing:          awslambda.Tracing_ACTIVE,
 		RemovalPolicy:    awscdk.RemovalPolicy_RETAIN,
 		LogRetention:     awslogs.RetentionDays_ONE_MONTH,
 	}
@@ -115,6 +140,8 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.SafetyMargin, d.SafetyMargin)
 	orDefault(&c.Mode, d.Mode)
 	orDefault(&c.Namespace, d.Namespace)
+	orDefault(&c.RunbookURL, d.RunbookURL)
+	orDefault(&c.Tracing, d.Tracing)
 	orDefault(&c.RemovalPolicy, d.RemovalPolicy)
 	orDefault(&c.LogRetention, d.LogRetention)
 	return c
@@ -213,6 +240,12 @@ func (c Config) Validate() error {
 	if c.AlarmTopicARN != "" && !isToken(c.AlarmTopicARN) && !isSNSTopicARN(c.AlarmTopicARN) {
 		bad("AlarmTopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", c.AlarmTopicARN)
 	}
+	if err := checkRunbookURL(c.RunbookURL); err != nil {
+		bad("RunbookURL %q %v", c.RunbookURL, err)
+	}
+	if !slices.Contains(tracingModes, c.Tracing) {
+		bad("Tracing must be one of %v, got %q", tracingModes, c.Tracing)
+	}
 	if c.RemovalPolicy == "" {
 		bad("RemovalPolicy must be set")
 	}
@@ -220,6 +253,30 @@ func (c Config) Validate() error {
 		bad("LogRetention must be set")
 	}
 	return errors.Join(errs...)
+}
+
+// checkRunbookURL: the alarms append "#<anchor>", so the URL must be
+// absolute, http(s), and without a fragment of its own.
+func checkRunbookURL(v string) error {
+	const want = "must be an absolute http(s) URL without a fragment (the alarms add #<alarm id>)"
+	u, err := url.Parse(v)
+	switch {
+	case v == "":
+		return errors.New("must be set, e.g. " + DefaultRunbookURL)
+	case err != nil:
+		return fmt.Errorf("%s: %w", want, err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
+		return errors.New(want)
+	case u.User != nil:
+		return errors.New("must not hold user information: every alarm shows it")
+	case strings.Contains(v, "#"):
+		return errors.New(want + ": it has one")
+	case strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return errors.New(want + ": it has white space or control characters")
+	case len(v) > maxRunbookURLLen:
+		return fmt.Errorf("must be at most %d bytes (an alarm description is at most 1024), got %d", maxRunbookURLLen, len(v))
+	}
+	return nil
 }
 
 // isToken: a value only known at deploy time (e.g. *topic.TopicArn()) cannot

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
@@ -19,6 +21,9 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	if got := cfg.BacklogAgeThreshold(); got != 18*time.Minute {
 		t.Errorf("backlog alarm threshold = %s, want (5+1) x 3m", got)
+	}
+	if cfg.RunbookURL != exactlyonce.DefaultRunbookURL || cfg.Tracing != awslambda.Tracing_ACTIVE {
+		t.Errorf("RunbookURL %q, Tracing %q; want this repository's runbook and active tracing", cfg.RunbookURL, cfg.Tracing)
 	}
 	if (exactlyonce.Config{}).Validate() == nil {
 		t.Error("the zero Config validates as is; NewConsumer must apply the defaults first")
@@ -81,6 +86,21 @@ func TestValidate(t *testing.T) {
 		{"alarm topic not an arn", func(c *exactlyonce.Config) { c.AlarmTopicARN = "alarms" }, "AlarmTopicARN"},
 		{"alarm topic not sns", func(c *exactlyonce.Config) { c.AlarmTopicARN = "arn:aws:sqs:eu-west-1:123456789012:alarms" }, "AlarmTopicARN"},
 		{"alarm topic empty part", func(c *exactlyonce.Config) { c.AlarmTopicARN = "arn:aws:sns::123456789012:alarms" }, "AlarmTopicARN"},
+		{"runbook of a fork", func(c *exactlyonce.Config) { c.RunbookURL = "https://github.com/acme/sqsidem/blob/v2/RUNBOOK.md" }, ""},
+		{"runbook on an intranet", func(c *exactlyonce.Config) { c.RunbookURL = "http://wiki.internal:8080/ops/runbook?page=orders" }, ""},
+		{"runbook empty", func(c *exactlyonce.Config) { c.RunbookURL = "" }, `RunbookURL "" must be set`},
+		{"runbook relative", func(c *exactlyonce.Config) { c.RunbookURL = "cmd/idemctl/RUNBOOK.md" }, "must be an absolute http(s) URL"},
+		{"runbook without host", func(c *exactlyonce.Config) { c.RunbookURL = "https:///RUNBOOK.md" }, "must be an absolute http(s) URL"},
+		{"runbook not http", func(c *exactlyonce.Config) { c.RunbookURL = "ftp://example.com/RUNBOOK.md" }, "must be an absolute http(s) URL"},
+		{"runbook with fragment", func(c *exactlyonce.Config) { c.RunbookURL = exactlyonce.DefaultRunbookURL + "#alarms" }, "without a fragment (the alarms add #<alarm id>): it has one"},
+		{"runbook with empty fragment", func(c *exactlyonce.Config) { c.RunbookURL = exactlyonce.DefaultRunbookURL + "#" }, "without a fragment"},
+		{"runbook with space", func(c *exactlyonce.Config) { c.RunbookURL = "https://example.com/run book" }, "white space"},
+		{"runbook with user", func(c *exactlyonce.Config) { c.RunbookURL = "https://ops:secret@example.com/runbook" }, "user information"},
+		{"runbook too long", func(c *exactlyonce.Config) { c.RunbookURL = "https://example.com/" + strings.Repeat("r", 500) }, "at most 512 bytes"},
+		{"tracing pass-through", func(c *exactlyonce.Config) { c.Tracing = awslambda.Tracing_PASS_THROUGH }, ""},
+		{"tracing disabled", func(c *exactlyonce.Config) { c.Tracing = awslambda.Tracing_DISABLED }, ""},
+		{"tracing empty", func(c *exactlyonce.Config) { c.Tracing = "" }, `Tracing must be one of [ACTIVE PASS_THROUGH DISABLED], got ""`},
+		{"tracing misspelt", func(c *exactlyonce.Config) { c.Tracing = "Active" }, `Tracing must be one of [ACTIVE PASS_THROUGH DISABLED], got "Active"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

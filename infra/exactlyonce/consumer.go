@@ -96,7 +96,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	c.addQueues()
 	c.addReceipts()
 	c.addFunction(props)
-	c.addAlarms()
+	c.addAlarms(id)
 	c.addDashboard()
 	c.addOutputs(id)
 	return c
@@ -176,6 +176,7 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 		LogRetention:        cfg.LogRetention,
 		RemovalPolicy:       cfg.RemovalPolicy,
 		Key:                 c.key,
+		Tracing:             cfg.Tracing,
 		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the orders queue's redrive DLQ.",
 	})
 	c.Receipts.Grant(c.Function, *jsii.Strings(receiptActions...)...)

@@ -1,8 +1,8 @@
 // Package exactlyonce is a CDK construct for an exactly-once SQS consumer in
 // Go: NewConsumer adds a queue with a dead-letter queue, a DynamoDB receipt
 // table (pkg/idem/dynamostore's schema, TTL, point-in-time recovery), the
-// consumer function (provided.al2023, arm64, X-Ray, its own log group and
-// role), its event source mapping (ReportBatchItemFailures, maximum
+// consumer function (provided.al2023, arm64, X-Ray tracing, its own log
+// group and role), its event source mapping (ReportBatchItemFailures, maximum
 // concurrency), alarms and a dashboard.
 //
 // One Config is the source of truth for every value resources must agree
@@ -46,10 +46,26 @@
 //
 // Alarms (optionally notifying Config.AlarmTopicARN): a message in the DLQ,
 // a backlog older than retries explain, a consumer crash or timeout, any
-// LeaseLost or Unconfirmed outcome, and store errors in 3 of 5 minutes. The
-// dashboard graphs the outcomes the consumer emits (consumer.Metrics),
-// the queues and the function.
+// LeaseLost or Unconfirmed outcome, and store errors in 3 of 5 minutes.
+// Each description starts with the idemctl command to run for this stack
+// and consumer ("Run: idemctl redrive --dry-run --stack Shop --consumer
+// Charges.") and ends with a link to the alarm's section of the runbook,
+// Config.RunbookURL + "#" + the alarm id in lower case
+// (".../cmd/idemctl/RUNBOOK.md#alarmdeadletterqueuenotempty"); a team with
+// its own runbook sets RunbookURL, and keeps a "## <alarm id>" section for
+// every alarm. The dashboard graphs the outcomes the consumer emits
+// (consumer.Metrics), the queues and the function.
+//
+// Tracing: Config.Tracing is the consumer's X-Ray mode,
+// awslambda.Tracing_ACTIVE by default; Tracing_PASS_THROUGH traces only
+// requests a caller sampled, and Tracing_DISABLED turns X-Ray off, leaving
+// the xray:PutTraceSegments and xray:PutTelemetryRecords permissions (and
+// their cdk-nag suppression) out of the role. NewFunction takes the same
+// choice in FunctionProps.Tracing.
 //
 // cdk-nag's AwsSolutions and Serverless packs report nothing on these
-// resources; each suppression carries its reason.
+// resources with the default Config; each suppression carries its reason.
+// With Tracing other than Active, the Serverless pack's LambdaTracing rule
+// reports the function: that is the choice made, and suppressing it (with
+// the team's reason) is left to the team.
 package exactlyonce

@@ -1,6 +1,8 @@
 package exactlyonce
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -30,6 +32,10 @@ type FunctionProps struct {
 	// Key, if set, encrypts the log group and the environment variables
 	// (see NewKey for the key policy CloudWatch Logs needs).
 	Key awskms.IKey
+	// Tracing is the function's X-Ray tracing; empty means
+	// awslambda.Tracing_ACTIVE. Active and PassThrough give the role
+	// xray:PutTraceSegments and xray:PutTelemetryRecords; Disabled neither.
+	Tracing awslambda.Tracing
 	// NoDLQReason says why the function needs no dead-letter queue for
 	// asynchronous invocations; it suppresses cdk-nag's Serverless-LambdaDLQ.
 	// Empty: no suppression.
@@ -37,12 +43,20 @@ type FunctionProps struct {
 }
 
 // NewFunction creates a Go Lambda (provided.al2023, arm64, active X-Ray
-// tracing) with its own role and log group, the way NewConsumer creates the
-// consumer; use it for the functions that work alongside (a producer). The
-// role is hand-made so that no AWS managed policy (AWSLambdaBasicExecutionRole
-// allows writing to every log group) is attached: it may write to its own log
-// group only. Grant it what else it needs.
+// tracing unless FunctionProps.Tracing says otherwise) with its own role
+// and log group, the way NewConsumer creates the consumer; use it for the
+// functions that work alongside (a producer). The role is hand-made so that
+// no AWS managed policy (AWSLambdaBasicExecutionRole allows writing to every
+// log group) is attached: it may write to its own log group only. Grant it
+// what else it needs. It panics on an invalid Tracing.
 func NewFunction(scope constructs.Construct, id string, props *FunctionProps) awslambda.Function {
+	tracing := props.Tracing
+	if tracing == "" {
+		tracing = awslambda.Tracing_ACTIVE
+	}
+	if !slices.Contains(tracingModes, tracing) {
+		panic(fmt.Sprintf("exactlyonce: function %q: Tracing must be one of %v, got %q", id, tracingModes, tracing))
+	}
 	role := awsiam.NewRole(scope, jsii.String("Role"+id), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Execution role of the " + id + " function"),
@@ -65,7 +79,7 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 		Code:                         props.Code,
 		Timeout:                      seconds(props.Timeout),
 		MemorySize:                   jsii.Number(props.MemoryMB),
-		Tracing:                      awslambda.Tracing_ACTIVE,
+		Tracing:                      tracing,
 		Role:                         role,
 		LogGroup:                     logGroup,
 		Environment:                  &props.Environment,
@@ -78,11 +92,15 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 		props.Key.GrantDecrypt(role)
 	}
 
-	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("Active X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions (Resource '*')."),
-		AppliesTo: &[]any{"Resource::*"},
-	}}, jsii.Bool(true))
+	if tracing != awslambda.Tracing_DISABLED {
+		// CDK grants these for Active and PassThrough alike; without
+		// tracing there is no wildcard to suppress.
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String(tracingName[tracing] + " X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions (Resource '*')."),
+			AppliesTo: &[]any{"Resource::*"},
+		}}, jsii.Bool(true))
+	}
 	if props.NoDLQReason != "" {
 		cdknag.NagSuppressions_AddResourceSuppressions(fn, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("Serverless-LambdaDLQ"),
@@ -90,6 +108,11 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 		}}, jsii.Bool(false))
 	}
 	return fn
+}
+
+// tracingName is how CloudFormation (TracingConfig.Mode) spells each mode.
+var tracingName = map[awslambda.Tracing]string{
+	awslambda.Tracing_ACTIVE: "Active", awslambda.Tracing_PASS_THROUGH: "PassThrough", awslambda.Tracing_DISABLED: "Disabled",
 }
 
 func seconds(d time.Duration) awscdk.Duration {

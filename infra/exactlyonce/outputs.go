@@ -7,6 +7,9 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
+// unprefixedID is the construct id whose outputs carry no prefix.
+const unprefixedID = "Default"
+
 // addOutputs adds the stack outputs an operator tool finds the consumer by:
 // the construct id, then the suffix consumer names (OutputQueueURL…). The
 // logical ids are set, not derived from the construct path, so that they
@@ -14,7 +17,7 @@ import (
 // with one consumer keeps the plain names.
 func (c *Consumer) addOutputs(id string) {
 	prefix := id
-	if id == "Default" {
+	if id == unprefixedID {
 		prefix = ""
 	}
 	out := func(suffix, description string, value *string) {
