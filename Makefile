@@ -93,6 +93,8 @@ unit: ## unit, conformance (memory store, redis-server) and CDK assertion tests
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
 	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
 	$(UNIT_GO) $(RACE) -tags $(FAULTS_TAG) $(FAULTS)
+	@# The second application (its own module, as a team's would be).
+	cd examples/hotel && GOWORK=off $(UNIT_GO) $(RACE) ./...
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
@@ -161,6 +163,10 @@ sim: ## the simulator: SIM_SEEDS schedules (100,000) from SIM_FIRST (1), e.g. ma
 mutants: ## apply each deliberate bug alone and show the simulator catches it (table: bug -> seeds until caught)
 	go run ./integration/sim/cmd/mutants
 
+.PHONY: e2e-example
+e2e-example: npm ## deploy examples/hotel into LocalStack, drive duplicates through its event source mapping, destroy
+	$(LOCALSTACK) run --deploy -- bash integration/scripts/e2e-example.sh
+
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)
 	@$(LOCALSTACK) install
@@ -198,12 +204,14 @@ lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/wo
 	go vet ./... $(LIBRARY) $(TOOLS)
 	go vet -tags $(FAULTS_TAG) $(FAULTS)
 	go vet -tags integration ./integration/...
+	cd examples/hotel && GOWORK=off go vet ./... && GOWORK=off go vet -tags e2e ./...
 	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
 	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
 		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
 		go run $(STATICCHECK) ./... $(LIBRARY) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
-		go run $(STATICCHECK) -tags integration ./integration/...; \
+		go run $(STATICCHECK) -tags integration ./integration/... && \
+		(cd examples/hotel && GOWORK=off go run $(STATICCHECK) ./... && GOWORK=off go run $(STATICCHECK) -tags e2e ./...); \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
 	@command -v shellcheck >/dev/null 2>&1 || echo "lint: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
 	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7

@@ -38,4 +38,6 @@ step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$'
 step idemctl go test -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeployed$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
 step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
+# The second application (examples/hotel) on the same LocalStack, after the template's stack is gone.
+step "example (hotel)" bash integration/scripts/e2e-example.sh || rc=$?
 exit "$rc"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# e2e-example.sh: the second application, examples/hotel (its own module,
+# the construct and the runtime as a team uses them), deployed into the
+# LocalStack of AWS_ENDPOINT_URL (run it under `localstack.sh run --deploy`),
+# driven, then destroyed:
+#   its host-arch bootstrap and the localstack profile synthesized (make -C
+#   examples/hotel synth-local, with the pinned CDK CLI), cdklocal bootstrap
+#   and deploy of that assembly, TestBookings (duplicates in one
+#   SendMessageBatch and copies sent at the same moment, through
+#   LocalStack's own event source mapping: one confirmation per booking, the
+#   EMF metrics the dashboard and alarms read in the function's logs), cdklocal
+#   destroy, TestNothingLeft.
+# The stack is destroyed whether the test passes or not. Prints each step's time.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+example="$root/examples/hotel"
+cd "$example"
+[[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-example: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
+[[ -x "$root/node_modules/.bin/cdklocal" ]] || bash "$root/integration/scripts/install-emulators.sh" npm
+
+# As the top-level Makefile: tooling state in the repository's cache.
+export CDK_HOME="$root/.cache/cdk-home" CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+export GOWORK=off # the example is a module of its own, not one of go.work's
+export AWSCDK="$root/node_modules/.bin/cdk" # the pinned CLI, for the example's Makefile
+export HOTEL_STACK=HotelLocal HOTEL_E2E_RECORD="$root/.cache/e2e/hotel.json"
+cdklocal=("$root/node_modules/.bin/cdklocal" --no-notices --app build/local/cdk.out)
+testbin="$root/.cache/e2e/hotel-e2e.test"
+
+step() { # step NAME CMD...: run CMD and print how long it took
+	local name=$1 t0=$SECONDS
+	shift
+	echo "e2e-example: $name"
+	"$@"
+	echo "e2e-example: $name took $((SECONDS - t0)) s"
+}
+destroy() { step destroy "${cdklocal[@]}" destroy --all --force; }
+
+rm -f "$HOTEL_E2E_RECORD"
+t0=$SECONDS
+# The synth (mostly `go run ./infra`) runs while LocalStack bootstraps the
+# environment (named, so that the bootstrap needs no app) and the test
+# compiles.
+synthlog="$root/.cache/e2e/hotel-synth.log"
+mkdir -p "$(dirname "$synthlog")"
+step "build and synth" make --no-print-directory synth-local >"$synthlog" 2>&1 &
+synth=$!
+rc=0
+step "compile the test" go test -c -tags e2e -o "$testbin" . || rc=$?
+((rc == 0)) && { (cd "$root/.cache" && step bootstrap "${cdklocal[0]}" --no-notices bootstrap aws://000000000000/us-east-1) || rc=$?; }
+wait "$synth" || rc=$?
+cat "$synthlog"
+((rc == 0)) || exit "$rc"
+step deploy "${cdklocal[@]}" deploy --all --require-approval never || rc=$?
+if ((rc == 0)); then
+	step drive "$testbin" -test.count=1 -test.timeout=5m -test.v -test.run '^TestBookings$' || rc=$?
+fi
+destroy || rc=$?
+# TestBookings recorded what the stack held.
+if [[ -f "$HOTEL_E2E_RECORD" ]]; then
+	step "check nothing is left" "$testbin" -test.count=1 -test.timeout=2m -test.v -test.run '^TestNothingLeft$' || rc=$?
+fi
+echo "e2e-example: $((SECONDS - t0)) s in all"
+exit "$rc"
