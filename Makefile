@@ -34,7 +34,7 @@ RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # scenarios mostly wait for visibility timeouts, and go test would run only
 # GOMAXPROCS (2 here) at a time; 4 on the emulators, where the test profile's
 # 2 s functions must not be starved, 6 on LocalStack (4 s functions).
-INTEGRATION_GO    := go test -trimpath -tags integration -count=1 -timeout 30m -v
+INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -v
 QUIET             := grep -v "^=== \(RUN\|PAUSE\|CONT\)"
 INTEGRATION_TESTS := $(INTEGRATION_GO) -parallel 4 ./integration/... | $(QUIET)
 LOCALSTACK_TESTS  := $(INTEGRATION_GO) -parallel 6 ./integration/ | $(QUIET)
@@ -120,25 +120,24 @@ integration: deps build synth-test ## the integration suite on DynamoDB Local + 
 test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
-	@# then the real stack deployed, driven and destroyed, on one instance;
-	@# the simulator (100,000 schedules) and the fork rehearsal run alongside
-	@# the deployed stacks, which spend most of their time waiting for their
-	@# bad messages' redeliveries (3 x 24 s). (The simulator's mutants, make
-	@# mutants, and a longer search run in CI's simulator job.)
-	$(LOCALSTACK) run --deploy -- bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && \
-		bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-			bash -c "$(MAKE) --no-print-directory sim && bash integration/scripts/fork-rehearsal.sh" -- \
-		bash integration/scripts/e2e-localstack.sh'
+	@# then the real stacks deployed, driven and destroyed, on one instance.
+	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
+	@# the simulator (100,000 schedules) and the fork rehearsal run alongside.
+	@# (The simulator's mutants, make mutants, and a longer search run in
+	@# CI's simulator job.)
+	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
+		bash -c "$(MAKE) --no-print-directory sim && bash integration/scripts/fork-rehearsal.sh" -- \
+		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
-# build, unit and lint, while the Python tools (LocalStack, cfn-lint and
+# build, unit and vet, while the Python tools (LocalStack, cfn-lint and
 # checkov: mostly PyPI downloads, about 75 s on a fresh machine) install in
 # the background; their log follows. Either failing fails the step.
 .PHONY: test-compile
 test-compile: deps-base
 	@log=$(CACHE)/python-tools.log; mkdir -p $(CACHE); \
 	{ $(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install; } >"$$log" 2>&1 & py=$$!; \
-	rc=0; $(MAKE) --no-print-directory build unit lint || rc=$$?; \
+	rc=0; $(MAKE) --no-print-directory build unit vet || rc=$$?; \
 	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
@@ -159,7 +158,7 @@ SIM_SEEDS ?= 100000
 SIM_FIRST ?= 1
 .PHONY: sim
 sim: ## the simulator: SIM_SEEDS schedules (100,000) from SIM_FIRST (1), e.g. make sim SIM_FIRST=1000001 SIM_SEEDS=1000000
-	go test -trimpath -count=1 -run '^TestSimulate$$' -v ./integration/sim/ -sim.seeds $(SIM_SEEDS) -sim.first $(SIM_FIRST) | grep -vE '^ *(=== |--- PASS: TestSimulate/)'
+	go test -count=1 -run '^TestSimulate$$' -v ./integration/sim/ -sim.seeds $(SIM_SEEDS) -sim.first $(SIM_FIRST) | grep -vE '^ *(=== |--- PASS: TestSimulate/)'
 
 .PHONY: mutants
 mutants: ## apply each deliberate bug alone and show the simulator catches it (table: bug -> seeds until caught)
@@ -201,8 +200,10 @@ chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 keys per mode with every
 chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 keys per mode (about 90 s)
 	go run ./integration/cmd/chaos -keys 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
-.PHONY: lint
-lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/workflows (with shellcheck when installed)
+# make test runs vet (its 70 s of staticcheck on a fresh machine run in
+# make lint, which CI's lint job runs on every push).
+.PHONY: vet
+vet: ## go vet (every module and tag), gofmt, actionlint on .github/workflows (with shellcheck when installed)
 	go vet ./... $(LIBRARY) $(TOOLS)
 	go vet -tags $(FAULTS_TAG) $(FAULTS)
 	go vet -tags integration ./integration/...
@@ -210,12 +211,15 @@ lint: ## go vet, gofmt, staticcheck (when it installs), actionlint on .github/wo
 	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
 	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
 		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	@command -v shellcheck >/dev/null 2>&1 || echo "vet: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
+	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+
+.PHONY: lint
+lint: vet ## vet, then staticcheck (when it installs)
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
 		go run $(STATICCHECK) ./... $(LIBRARY) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
 		go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
-	@command -v shellcheck >/dev/null 2>&1 || echo "lint: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
-	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
 
 .PHONY: synth-hardened
 synth-hardened: npm $(ARM_BOOTSTRAPS) ## synthesize the hardened profile (customer-managed KMS key, reserved concurrency) into cdk.hardened.out

@@ -40,11 +40,11 @@ bash integration/scripts/e2e-example.sh >"$examplelog" 2>&1 &
 example=$!
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0
-step drive go test -trimpath -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
+step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
 # The operator CLI against the same deployed stack (before the destroy).
-step idemctl go test -trimpath -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeployed$' ./integration/e2e/ || rc=$?
+step idemctl go test -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeployed$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
-step "check nothing is left" go test -trimpath -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
+step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
 erc=0
 wait "$example" || erc=$?
 echo "---- examples/hotel (its log, $examplelog) ----"

@@ -77,5 +77,5 @@ git -C "$fork" diff --stat | sed 's/^/  /'
 #    fork's mode (those of a mode the effect lacks skip, saying so).
 step "unit tests" make --no-print-directory unit
 step "synth (test profile)" make --no-print-directory synth-test
-step "scenarios on the emulators" bash -c 'set -o pipefail; go test -trimpath -tags integration -count=1 -timeout 20m -v -parallel 4 -run "^TestScenarios$" ./integration/ | grep -v "^=== \(RUN\|PAUSE\|CONT\)"'
+step "scenarios on the emulators" bash -c 'set -o pipefail; go test -tags integration -count=1 -timeout 20m -v -parallel 4 -run "^TestScenarios$" ./integration/ | grep -v "^=== \(RUN\|PAUSE\|CONT\)"'
 say "done in $((SECONDS - t0)) s: a fork with another effect, key and mode passes; $files files changed"
