@@ -69,7 +69,7 @@ func (rc *receipts) settle(ctx context.Context, skey string, old idem.Record, to
 		if len(ccf.Item) == 0 {
 			return idem.Record{}, fmt.Errorf("%w: it is gone", errChanged)
 		}
-		cur, derr := rc.decode(ccf.Item)
+		cur, derr := rc.store.Decode(ccf.Item)
 		if derr != nil {
 			return idem.Record{}, derr
 		}
@@ -83,7 +83,7 @@ func (rc *receipts) settle(ctx context.Context, skey string, old idem.Record, to
 	if err != nil {
 		return idem.Record{}, fmt.Errorf("write record: %w", err)
 	}
-	return rc.decode(out.Attributes)
+	return rc.store.Decode(out.Attributes)
 }
 
 // same is the condition that attribute n still has value v, or, when it

@@ -150,7 +150,7 @@ func (rc *receipts) sample(ctx context.Context) error {
 		items = out.Items
 	}
 	for _, item := range items {
-		rec, err := rc.decode(item)
+		rec, err := rc.store.Decode(item)
 		if err != nil || rec.Lease == "" || !knownStatus(rec.Status) || !strings.Contains(rec.Key, idem.KeySeparator) {
 			return fmt.Errorf("%w: table %q holds an item that is not an idem record (no %s, %s and %s): check --table", errNotReceiptTable, rc.table, schema.Status, schema.Lease, rc.keyAttr())
 		}

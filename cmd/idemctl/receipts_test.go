@@ -72,8 +72,8 @@ func TestCompositeKey(t *testing.T) {
 	}
 }
 
-// TestDecodeMatchesStore: a scanned item decodes as dynamostore.Store.Get
-// reads it, every attribute set or missing.
+// TestDecodeMatchesStore: a scanned item decodes (Store.Decode, as idemctl
+// reads it) as dynamostore.Store.Get reads it, every attribute set or missing.
 func TestDecodeMatchesStore(t *testing.T) {
 	h := newHarness(t)
 	full := h.failed("full", 3)
@@ -85,7 +85,7 @@ func TestDecodeMatchesStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &receipts{partitionKey: "pk"}
+	rc := &receipts{partitionKey: "pk", store: store}
 	for name, rec := range map[string]idem.Record{"full": full, "omitted": omitted, "bare": bare} {
 		h.put(name, rec)
 		skey := h.guard.StorageKey(name)
@@ -93,7 +93,7 @@ func TestDecodeMatchesStore(t *testing.T) {
 		if err != nil || !found {
 			t.Fatal(found, err)
 		}
-		got, err := rc.decode(h.record(name))
+		got, err := rc.store.Decode(h.record(name))
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decode %+v, %v; Store.Get %+v", name, got, err, want)
 		}

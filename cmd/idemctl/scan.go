@@ -31,7 +31,7 @@ func (rc *receipts) each(ctx context.Context, status idem.Status, segments int, 
 		mu.Lock()
 		defer mu.Unlock()
 		for _, item := range items {
-			rec, err := rc.decode(item)
+			rec, err := rc.store.Decode(item)
 			if err != nil {
 				return fmt.Errorf("table %q: %w", rc.table, err)
 			}

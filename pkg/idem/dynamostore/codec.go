@@ -46,6 +46,14 @@ func isTakeable(rec idem.Record, now time.Time) bool {
 		(rec.Status == idem.StatusInProgress && !rec.LeaseUntil.IsZero() && millis(rec.LeaseUntil) < millis(now))
 }
 
+// Decode turns an item of the Store's table — one a Scan, a Query or a
+// stream returns — into the Record Get would return for it, for tools that
+// read the table themselves (cmd/idemctl). It reads the attribute names the
+// Store was configured with.
+func (s *Store) Decode(item map[string]types.AttributeValue) (idem.Record, error) {
+	return s.decode(item)
+}
+
 // decode turns an item into a Record. Missing attributes decode as zero
 // values; times that are absent stay the zero time.
 //
