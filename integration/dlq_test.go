@@ -3,13 +3,23 @@
 package integration
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
 // scenarioPoisonMalformedAndKeyless: messages that can never succeed end in the
@@ -87,4 +97,109 @@ func scenarioSameKeyDifferentPayload(t *testing.T) {
 	if d := r.DeadLetters[0]; d.Body != string(second.Body) || !strings.Contains(d.Reason, "different payload") {
 		t.Fatalf("dead letter %+v: want the second payload, reason payload mismatch", d)
 	}
+}
+
+// scenarioLastReceiveRequeued (lease mode): a copy on its last allowed
+// receive meets its key in progress, held by an instance whose lease (6 s)
+// outlives the copy's 2 s invocation, so the copy cannot wait for it. The
+// compiled consumer sends it to the real queue again, delayed until the
+// holder's lease ends (sqs:SendMessage with DelaySeconds, the attribute
+// sqsidem-requeues = 1), and reports it done: it is not failed into the
+// DLQ. The copy SQS delivers after the delay is a duplicate of the
+// holder's effect: one effect, an empty DLQ.
+func scenarioLastReceiveRequeued(t *testing.T) {
+	s := startSystem(t, system.Config{Consumers: 1, NoPoller: true, Mode: consumer.ModeLease})
+	ctx := ctxFor(t, 2*time.Minute)
+	fn := s.Consumer.Function()
+	fn.Name += "-holder"
+	fn.Env[consumer.EnvLease], fn.Env[consumer.EnvSafetyMargin] = "6s", "100ms"
+	holder, err := lambdarun.Start(ctx, fn, 1, lambdarun.WithLog(s.Records))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(holder.Stop)
+	msg := messages(t, ctx, s, "requeued", 1)
+	reached := make(chan struct{})
+	var calls atomic.Int32
+	holder.SetFreeze(time.Second) // in progress while the copy arrives
+	holder.SetFaultFunc(func(point, _ string) lambdarun.Action {
+		if point == consumer.FaultBeforeEffect && calls.Add(1) == 1 {
+			close(reached)
+			return lambdarun.Freeze
+		}
+		return lambdarun.Continue
+	})
+	held, _ := s.Event("msg-holder", msg[0])
+	holderDone := make(chan struct{})
+	var holderFailed []string
+	var holderErr error
+	go func() {
+		defer close(holderDone)
+		out, err := holder.Invoke(ctx, held)
+		var resp events.SQSEventResponse
+		if holderErr = err; err == nil {
+			holderErr = json.Unmarshal(out, &resp)
+		}
+		for _, f := range resp.BatchItemFailures {
+			holderFailed = append(holderFailed, f.ItemIdentifier)
+		}
+	}()
+	await(t, ctx, reached, "the holder to take the lease")
+
+	// The copy, on its last receive (the queue's maxReceiveCount).
+	var ev events.SQSEvent
+	payload, _ := s.Event("msg-copy", msg[0])
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = strconv.Itoa(s.Queue.MaxReceiveCount)
+	payload, _ = json.Marshal(ev)
+	sent := time.Now()
+	failed, err := s.InvokeConsumer(ctx, payload)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("the copy on its last receive: failed %v, %v; want it requeued and done", failed, err)
+	}
+	await(t, ctx, holderDone, "the holder's invocation to end")
+	if holderErr != nil || len(holderFailed) != 0 {
+		t.Fatalf("the holder: failed %v, %v", holderFailed, holderErr)
+	}
+
+	// SQS holds the requeued copy until the holder's lease ends.
+	var got types.Message
+	for got.MessageId == nil {
+		out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(s.Queue.URL), WaitTimeSeconds: 5, MaxNumberOfMessages: 1,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) > 0 {
+			got = out.Messages[0]
+		}
+	}
+	delay := time.Since(sent)
+	if delay < 4*time.Second {
+		t.Errorf("the requeued copy was delivered after %s, want it held until the holder's lease ends (about 6 s)", delay)
+	}
+	if aws.ToString(got.Body) != string(msg[0].Body) || aws.ToString(got.MessageAttributes[sqsbatch.RequeuesAttribute].StringValue) != "1" ||
+		aws.ToString(got.MessageAttributes[s.Key].StringValue) != msg[0].Key {
+		t.Fatalf("requeued %q with attributes %v; want the copy's body and key, %s = 1", aws.ToString(got.Body), got.MessageAttributes, sqsbatch.RequeuesAttribute)
+	}
+	// Delivered: a duplicate of the holder's effect.
+	ev.Records[0].MessageId, ev.Records[0].ReceiptHandle = aws.ToString(got.MessageId), aws.ToString(got.ReceiptHandle)
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "1"
+	payload, _ = json.Marshal(ev)
+	if failed, err := s.InvokeConsumer(ctx, payload); err != nil || len(failed) != 0 {
+		t.Fatalf("the requeued copy: failed %v, %v", failed, err)
+	}
+	if _, err := s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.Queue.URL), ReceiptHandle: got.ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	r := check(t, s, msg)
+	if r.Applied != 1 || r.DoubleEffects != 0 || len(r.DeadLetters) != 0 || r.Outcomes["requeued"] != 1 || r.Outcomes["duplicate"] != 1 {
+		t.Fatalf("applied %d, doubles %d, DLQ %d, outcomes %v; want 1, 0, 0, one requeued and one duplicate",
+			r.Applied, r.DoubleEffects, len(r.DeadLetters), r.Outcomes)
+	}
+	t.Logf("requeued copy delivered %s after the copy's invocation; outcomes %v", delay.Round(100*time.Millisecond), r.Outcomes)
 }

@@ -42,6 +42,7 @@ func TestScenarios(t *testing.T) {
 		{"ZombieStopsAtItsLease", scenarioZombieStopsAtItsLease},
 		{"PoisonMalformedAndKeyless", scenarioPoisonMalformedAndKeyless},
 		{"SameKeyDifferentPayload", scenarioSameKeyDifferentPayload},
+		{"LastReceiveRequeued", scenarioLastReceiveRequeued},
 		{"FIFOGroupsKeepOrder", scenarioFIFOGroupsKeepOrder},
 	} {
 		t.Run(sc.name, func(t *testing.T) {

@@ -183,7 +183,10 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	// Receiving from the SSE-KMS queue (kms:Decrypt) and reading and
 	// writing receipts.
 	grantKey(c.key, c.Function, tableKeyActions)
-	// The event source grants the SQS consume actions on this queue only.
+	// The event source grants the SQS consume actions on this queue only;
+	// the runtime also sends a copy that met a slow holder on its last
+	// receive back to this queue, delayed (sqsbatch.WithRequeue).
+	c.Queue.Grant(c.Function, jsii.String("sqs:SendMessage"))
 	c.Function.AddEventSource(awslambdaeventsources.NewSqsEventSource(c.Queue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(cfg.BatchSize),
 		ReportBatchItemFailures: jsii.Bool(true),

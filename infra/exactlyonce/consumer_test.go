@@ -228,6 +228,26 @@ func TestGrantsWithoutKey(t *testing.T) {
 	}
 }
 
+// TestConsumerMaySendToItsQueueOnly: the runtime requeues a copy that met
+// a slow holder on its last receive (sqsbatch.WithRequeue) to its own
+// queue; the role may send there and nowhere else.
+func TestConsumerMaySendToItsQueueOnly(t *testing.T) {
+	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{})
+	sends := 0
+	for actions, resources := range policyStatements(tpl, "OrdersRoleConsumer") {
+		if !strings.Contains(actions, "sqs:SendMessage") {
+			continue
+		}
+		sends++
+		if actions != "sqs:SendMessage" || !strings.Contains(resources, "OrdersQueue") || strings.Contains(resources, "DeadLetter") {
+			t.Errorf("consumer: %s on %s, want sqs:SendMessage on its queue only", actions, resources)
+		}
+	}
+	if sends != 1 {
+		t.Errorf("%d statements with sqs:SendMessage, want 1", sends)
+	}
+}
+
 func TestReceiptEnvironment(t *testing.T) {
 	c, _ := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{ReceiptRetention: 10 * 24 * time.Hour}})
 	env := c.ReceiptEnvironment("sender")

@@ -21,6 +21,7 @@ type Config struct {
 	MaxReceives int // the queue's maxReceiveCount
 	Visibility  bool
 	LastWait    bool // sqsbatch.WithMaxReceiveCount
+	Requeue     bool // sqsbatch.WithRequeue (with LastWait)
 
 	// The Guard.
 	Margin    time.Duration
@@ -118,6 +119,11 @@ func draw(seed uint64) Config {
 	if r.IntN(8) == 0 {
 		c.ItemLimit = 300 // DynamoDB refuses what a result makes larger
 	}
+	// Knobs added later draw from a generator of their own, so that the
+	// draws above, and the schedules of older seeds without them, stay.
+	later := rand.New(rand.NewPCG(seed, 0x7265717565))
+	c.Requeue = c.LastWait && later.IntN(2) == 0
+	_ = later
 	return c
 }
 
@@ -139,6 +145,6 @@ func skew(r *rand.Rand, margin time.Duration) time.Duration {
 func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives, margin %s lease %s retention %s cache %d, %d messages, skews %v",
-		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
+	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives (last wait %v, requeue %v), margin %s lease %s retention %s cache %d, %d messages, skews %v",
+		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.LastWait, c.Requeue, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
 }

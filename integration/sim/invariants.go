@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -260,6 +261,9 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.Outcomes[outcomeName(r)]++
+	if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n >= o.w.cfg.MaxReceives {
+		o.last[msg.MessageId] = r.Outcome
+	}
 	o.w.logf(actor, "→ %s %v", outcomeName(r), errText(r.Err))
 	m := o.message(actor)
 	if o.own[actor] && (r.Outcome == idem.InProgress || r.Outcome == idem.Duplicate || r.Outcome == idem.Mismatch) {
@@ -318,12 +322,16 @@ func (o *oracle) dropped(value []byte) bool {
 }
 
 // deleted checks a message the mapping deleted: its effect ran, or is
-// recorded.
+// recorded, or a copy of it was requeued (that copy is checked in its
+// turn: deleted, or dead-lettered by the end).
 func (o *oracle) deleted(m *sqsMessage) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.Deleted++
 	if len(o.applied[m.Key]) > 0 || len(o.landed[o.skeyOf[m.Key]]) > 0 {
+		return
+	}
+	if m.requeued {
 		return
 	}
 	o.violatef("message %s (%s) deleted, but its effect neither ran nor is recorded", m.ID, m.Key)
@@ -343,11 +351,17 @@ func (o *oracle) final() {
 	o.w.queue.mu.Lock()
 	defer o.w.queue.mu.Unlock()
 	for _, m := range o.w.queue.msgs {
+		if m.requeued {
+			o.stats.Requeued++
+		}
 		switch {
 		case m.dlq:
 			o.stats.DLQ++
 			if len(o.applied[m.Key]) > 0 {
 				o.stats.DLQApplied++
+				if o.last[m.ID] == idem.InProgress {
+					o.stats.DLQInProgress++
+				}
 			}
 		case !m.deleted:
 			o.violatef("message %s (%s) neither deleted nor dead-lettered at the end", m.ID, m.Key)

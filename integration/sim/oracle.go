@@ -34,7 +34,8 @@ type oracle struct {
 	started  map[string]time.Time        // actor → when its last Guard call started (and decided)
 	taken    map[string][]*attempt       // storage key → the attempts that took it, in order
 	seq      int
-	faulted  map[string]int // actor → faults its requests met
+	faulted  map[string]int          // actor → faults its requests met
+	last     map[string]idem.Outcome // message ID → the outcome of its last allowed delivery
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -71,6 +72,7 @@ func newOracle(w *world) *oracle {
 		applied: map[string][]*attempt{}, deaths: map[*process]time.Time{}, freezes: map[*process][][2]time.Time{},
 		skeyOf: map[string]string{}, ghosts: map[string]int{}, started: map[string]time.Time{}, taken: map[string][]*attempt{},
 		faulted: map[string]int{},
+		last:    map[string]idem.Outcome{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -97,6 +99,7 @@ func (o *oracle) violatef(format string, args ...any) {
 // message is the Message an actor (a delivery, "i03/m1") runs.
 func (o *oracle) message(actor string) Message {
 	id := actor[strings.LastIndexByte(actor, '/')+1:]
+	id, _, _ = strings.Cut(id, ".") // a requeued copy, m3.r9, is m3's
 	for _, m := range o.w.cfg.Messages {
 		if m.ID == id {
 			return m

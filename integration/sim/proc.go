@@ -63,6 +63,9 @@ func (w *world) newProcess(slot, gen int) *process {
 	if c.LastWait {
 		hopts = append(hopts, sqsbatch.WithMaxReceiveCount(c.MaxReceives))
 	}
+	if c.Requeue {
+		hopts = append(hopts, sqsbatch.WithRequeue(w.queue))
+	}
 	key := sqsbatch.Attribute("key")
 	if c.Mode == "tx" {
 		p.handler, err = sqsbatch.NewTx(g, key, p.txEffect, hopts...)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
 // queue is an SQS standard queue with a redrive policy, as the event
@@ -33,6 +36,8 @@ type sqsMessage struct {
 	sent      bool
 	deleted   bool
 	dlq       bool
+	requeued  bool                                  // a delayed copy of it was sent (sqsbatch.WithRequeue)
+	attrs     map[string]events.SQSMessageAttribute // a requeued copy's, as sent
 }
 
 func newQueue(w *world) *queue {
@@ -95,17 +100,22 @@ func (q *queue) receive(now time.Time, n int, inv string) []events.SQSMessage {
 		m.visibleAt = now.Add(q.visibility())
 		m.handle = inv + "/" + m.ID
 		out = append(out, events.SQSMessage{
-			MessageId:      m.ID,
-			ReceiptHandle:  m.handle,
-			Body:           fmt.Sprintf("%s:v%d", m.Key, m.Variant),
-			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:sim",
-			Attributes:     map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives)},
-			MessageAttributes: map[string]events.SQSMessageAttribute{
-				"key": {DataType: "String", StringValue: &m.Key},
-			},
+			MessageId:         m.ID,
+			ReceiptHandle:     m.handle,
+			Body:              fmt.Sprintf("%s:v%d", m.Key, m.Variant),
+			EventSourceARN:    "arn:aws:sqs:us-east-1:000000000000:sim",
+			Attributes:        map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives)},
+			MessageAttributes: m.attributes(),
 		})
 	}
 	return out
+}
+
+func (m *sqsMessage) attributes() map[string]events.SQSMessageAttribute {
+	if m.attrs != nil {
+		return maps.Clone(m.attrs)
+	}
+	return map[string]events.SQSMessageAttribute{"key": {DataType: "String", StringValue: &m.Key}}
 }
 
 func (q *queue) find(handle string) *sqsMessage {
@@ -138,6 +148,57 @@ func (q *queue) ChangeVisibility(_ context.Context, msg events.SQSMessage, timeo
 		m.visibleAt = time.Now().Add(timeout)
 	}
 	return nil
+}
+
+// Requeue implements sqsbatch.Requeue: SendMessage with DelaySeconds, a
+// request of the record's process, which may be refused or lose its reply
+// (the copy sent all the same), each retried up to three attempts as the
+// SDK's retryer would, or crash the process before or after.
+func (q *queue) Requeue(ctx context.Context, msg events.SQSMessage, delay time.Duration) error {
+	p, _ := ctx.Value(procKey{}).(*process)
+	actor, _ := ctx.Value(actorKey{}).(string)
+	if p == nil {
+		panic("sim: Requeue outside a record of a process")
+	}
+	for try := range 3 {
+		v, dead := p.at(actor+"/requeue", kindRequest)
+		if dead {
+			return errDead
+		}
+		if v.fault == faultRefuse || v.fault == faultThrottle {
+			q.w.logf(actor, "SendMessage %s", v.fault)
+			time.Sleep(jitter(try))
+			continue
+		}
+		q.send(actor, msg, delay)
+		if p.crashAfter(v, "requeue") {
+			return errDead
+		}
+		if v.fault == faultLost {
+			q.w.logf(actor, "SendMessage: reply lost")
+			time.Sleep(jitter(try))
+			continue
+		}
+		return nil
+	}
+	return errors.New("sim: SendMessage failed three times")
+}
+
+// send adds a delayed copy of msg to the queue.
+func (q *queue) send(actor string, msg events.SQSMessage, delay time.Duration) {
+	q.mu.Lock()
+	i := slices.IndexFunc(q.msgs, func(m *sqsMessage) bool { return m.ID == msg.MessageId })
+	if i < 0 {
+		q.mu.Unlock()
+		panic("sim: Requeue of a message never sent: " + msg.MessageId)
+	}
+	src := q.msgs[i]
+	src.requeued = true
+	m := &sqsMessage{Message: src.Message, sent: true, visibleAt: time.Now().Add(delay), attrs: msg.MessageAttributes}
+	m.ID = fmt.Sprintf("%s.r%d", src.ID, len(q.msgs))
+	q.msgs = append(q.msgs, m)
+	q.mu.Unlock()
+	q.w.logf(actor, "requeues %s as %s, visible in %s", src.ID, m.ID, delay)
 }
 
 // poll is the event source mapping: it sends what is due, receives batches
@@ -194,7 +255,11 @@ func (w *world) horizon() time.Duration {
 	for _, m := range w.cfg.Messages {
 		last = max(last, m.SentAt)
 	}
-	return last + time.Duration(w.cfg.MaxReceives+2)*w.queue.visibility() + 10*w.cfg.Timeout
+	round := time.Duration(w.cfg.MaxReceives+2)*w.queue.visibility() + 10*w.cfg.Timeout
+	if w.cfg.Requeue {
+		round *= 1 + sqsbatch.MaxRequeues // each copy takes its own round
+	}
+	return last + round
 }
 
 // wait sleeps until next (the next message due) or the end of an

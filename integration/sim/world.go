@@ -65,8 +65,12 @@ func (r Result) Explain() (trace string, violations []string) {
 
 // Stats counts what a schedule did.
 type Stats struct {
-	Deliveries, Effects, Deleted, DLQ, DLQApplied int
-	Outcomes                                      map[string]int
+	Deliveries, Effects, Deleted, DLQ, DLQApplied, Requeued int
+	// DLQInProgress: dead-lettered after meeting InProgress on its last
+	// allowed receive, its key's effect applied (the copies WithRequeue is
+	// for).
+	DLQInProgress int
+	Outcomes      map[string]int
 }
 
 func newWorld(cfg Config) *world {

@@ -75,6 +75,10 @@ func New(store Store, namespace string, opts ...Option) (*Guard, error) {
 // Namespace returns the Guard's namespace.
 func (g *Guard) Namespace() string { return g.namespace }
 
+// SafetyMargin returns the time the Guard keeps between an effect's end and
+// its lease's (WithSafetyMargin): an attempt needs more than that left.
+func (g *Guard) SafetyMargin() time.Duration { return g.opts.margin }
+
 // Transactional reports whether DoTx can run: the Guard's store commits an
 // effect's writes with its receipt.
 func (g *Guard) Transactional() bool { return g.tx != nil }

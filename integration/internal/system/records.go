@@ -58,7 +58,7 @@ func (r *Records) parse(line []byte) {
 		return
 	}
 	switch l.Msg {
-	case "record done", "record failed", "record done without receipt":
+	case "record done", "record failed", "record done without receipt", "record requeued":
 		r.byMsg[l.MessageID] = append(r.byMsg[l.MessageID], l)
 		r.byOut[l.Outcome]++
 	case "batch done":

@@ -71,9 +71,9 @@ func build(ctx context.Context, setup Setup, getenv func(string) string, opts ..
 		return nil, fmt.Errorf("consumer: AWS configuration: %w", err)
 	}
 	rt := &Runtime{Config: cfg, AWS: awsCfg, DynamoDB: dynamodb.NewFromConfig(awsCfg), Env: env, Logger: o.logger}
-	// A team's own WithBatchOptions come after, and may replace it.
-	vis := WithBatchOptions(sqsbatch.WithVisibility(&visibility{client: sqs.NewFromConfig(awsCfg)}))
-	opts = append([]Option{vis}, opts...)
+	// A team's own WithBatchOptions come after, and may replace these.
+	q := &queue{client: sqs.NewFromConfig(awsCfg)}
+	opts = append([]Option{WithBatchOptions(sqsbatch.WithVisibility(q), sqsbatch.WithRequeue(q))}, opts...)
 	eff, setupErr := setup(ctx, rt)
 	if setupErr == nil {
 		eff.check(cfg, env)

@@ -21,6 +21,7 @@ const (
 	outcomeKey      = attribute.Key("idem.outcome")
 	attemptsKey     = attribute.Key("idem.attempts")
 	failedKey       = attribute.Key("idem.failed")
+	requeuedKey     = attribute.Key("idem.requeued")
 	storageKeyKey   = attribute.Key("idem.storage_key")
 	receiveCountKey = attribute.Key("idem.receive_count")
 	failuresKey     = attribute.Key("idem.batch.failures")

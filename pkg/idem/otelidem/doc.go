@@ -31,7 +31,9 @@
 // ApproximateReceiveCount: above 1, a redelivery), and at its end
 // idem.outcome ("executed", "duplicate", "in_progress", ..., "skipped" for a
 // record not run because an earlier one of its group failed),
-// idem.attempts, idem.failed, and idem.storage_key with [WithStorageKey].
+// idem.attempts, idem.failed, idem.requeued (true for a copy sent to its
+// queue again, sqsbatch.WithRequeue), and idem.storage_key with
+// [WithStorageKey].
 // A failed record's span, and an Unconfirmed one's (done, but its receipt is
 // missing), has status Error and error.type: the effect's error type as
 // idem.ErrorClass writes it, "panic", or the outcome. The span's context is

@@ -39,6 +39,8 @@ func TestRecordStatus(t *testing.T) {
 			sqsbatch.RecordResult{Outcome: idem.StoreError, Err: fmt.Errorf("k: %w", idem.ErrStore), Failed: true}, "store_error", "store_error"},
 		{"lease lost",
 			sqsbatch.RecordResult{Outcome: idem.LeaseLost, Err: fmt.Errorf("k: %w", idem.ErrLeaseLost), Failed: true}, "lease_lost", "lease_lost"},
+		{"requeued: done, not an error",
+			sqsbatch.RecordResult{Outcome: idem.InProgress, Err: fmt.Errorf("k: %w", idem.ErrInProgress), Requeued: true}, "in_progress", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +58,9 @@ func TestRecordStatus(t *testing.T) {
 			}
 			if v, _ := set.Value("idem.failed"); v.AsBool() != tt.result.Failed {
 				t.Errorf("failed %v", v.AsBool())
+			}
+			if v, ok := set.Value("idem.requeued"); ok != tt.result.Requeued || v.AsBool() != tt.result.Requeued {
+				t.Errorf("idem.requeued %v (set %v), want %v", v.AsBool(), ok, tt.result.Requeued)
 			}
 			v, _ := set.Value("error.type")
 			if v.AsString() != tt.errorType || (span.Status.Code == codes.Error) != (tt.errorType != "") || span.Status.Description != tt.errorType {

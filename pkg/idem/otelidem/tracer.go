@@ -86,6 +86,9 @@ func (t *Tracer) Record(ctx context.Context, msg events.SQSMessage) (context.Con
 			attemptsKey.Int(r.Attempts),
 			failedKey.Bool(r.Failed),
 		)
+		if r.Requeued {
+			span.SetAttributes(requeuedKey.Bool(true))
+		}
 		if r.Key != "" && t.opts.storageKey != nil {
 			span.SetAttributes(storageKeyKey.String(t.opts.storageKey(r.Key)))
 		}

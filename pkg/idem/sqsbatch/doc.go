@@ -41,9 +41,13 @@
 //   - A record that meets InProgress comes back when the holder's lease
 //     ends, not after the queue's visibility timeout, with WithVisibility;
 //     on its last receive (WithMaxReceiveCount) it waits for the holder
-//     within the invocation instead of failing into the dead-letter queue.
-//     So the dead-letter queue holds poison, malformed and truly failing
-//     messages, not copies of an effect that happened.
+//     within the invocation instead of failing into the dead-letter queue,
+//     and when the holder's lease ends too late for that, WithRequeue sends
+//     it to its queue again as a new message delayed until then, and the
+//     record is done (RecordResult.Requeued; standard queues only). So the
+//     dead-letter queue holds poison, malformed and truly failing messages,
+//     not copies of an effect that happened. A requeue that fails leaves
+//     the record failed, as without it: a message is never dropped.
 //   - Handle returns exactly the failed records' message ids and a nil
 //     error: a non-nil error would make Lambda retry the whole batch,
 //     successes included. One exception: when every record failed because
@@ -70,7 +74,7 @@
 // # Logs
 //
 // One line per failed record (WARN for in-progress and skipped records,
-// ERROR otherwise) and one INFO line per successful record, with the
+// ERROR otherwise) and one INFO line per successful or requeued record, with the
 // Lambda request id, the message id, the storage key (namespace#sha256 of
 // the key unless the Guard uses plain keys), the outcome, the attempts and
 // the error. Message bodies and keys are never logged; the errors the Guard

@@ -53,6 +53,10 @@ type RecordResult struct {
 	Err   error
 	// Failed: the record is reported as a batch item failure.
 	Failed bool
+	// Requeued: the record met InProgress on its last receive and a
+	// delayed copy of its message was sent to its queue (WithRequeue); it
+	// is not Failed, and its Outcome stays InProgress.
+	Requeued bool
 }
 
 // Option configures a Handler.
@@ -65,6 +69,7 @@ type options struct {
 	hook        func(context.Context, RecordResult)
 	tracer      Tracer
 	visibility  Visibility
+	requeue     Requeue
 	maxReceives int
 }
 

@@ -18,9 +18,10 @@ import (
 // timeout, and every such return counts towards maxReceiveCount: a copy that
 // keeps meeting a slow holder ends in the dead-letter queue although its
 // effect happened. Two options keep the DLQ for real failures:
-// WithVisibility returns the copy when the holder's lease ends, and
+// WithVisibility returns the copy when the holder's lease ends,
 // WithMaxReceiveCount makes a copy on its last receive wait for the holder
-// within the invocation instead of failing.
+// within the invocation instead of failing, and WithRequeue sends a copy
+// that cannot wait so long back to its queue, delayed (requeue.go).
 
 // Visibility changes the visibility timeout of a message of the batch
 // (sqs:ChangeMessageVisibility with its receipt handle). The consumer
@@ -67,35 +68,47 @@ const holderSlack = time.Second
 const lastWaits = 3
 
 // inProgress handles a record that met InProgress: on its last receive it
-// waits for the holder and runs again (run); otherwise, with a Visibility,
-// it brings the record's return forward to the holder's lease end. It
-// returns the outcome in force.
+// waits for the holder and runs again (run), and when it cannot wait so
+// long, requeues the record (requeued: the record is done); otherwise,
+// with a Visibility, it brings the record's return forward to the holder's
+// lease end. It returns the outcome in force.
 func (h *Handler) inProgress(ctx context.Context, log *slog.Logger, msg events.SQSMessage, res idem.Result, err error,
-	run func() (idem.Result, error)) (idem.Result, error) {
+	run func() (idem.Result, error)) (_ idem.Result, _ error, requeued bool) {
 	if h.opts.maxReceives > 0 && receiveCount(msg) >= h.opts.maxReceives {
+		// When the copy can be requeued, it waits only if it will still
+		// have time to run after the holder: twice the Guard's margin (the
+		// margin, and as much for the effect); otherwise it is requeued,
+		// below. When it cannot, waiting is its only chance.
+		var after time.Duration
+		if h.opts.requeue != nil && !isFIFO(msg) {
+			after = 2 * h.guard.SafetyMargin()
+		}
 		for range lastWaits {
-			if res.Outcome != idem.InProgress || !sleepUntil(ctx, res.LeaseUntil.Add(holderSlack)) {
-				return res, err
+			if res.Outcome != idem.InProgress || !sleepUntil(ctx, res.LeaseUntil.Add(holderSlack), after) {
+				break
 			}
 			res, err = run()
 		}
-		return res, err
+		if res.Outcome == idem.InProgress {
+			requeued = h.requeue(ctx, log, msg, res)
+		}
+		return res, err, requeued
 	}
 	if h.opts.visibility == nil || res.LeaseUntil.IsZero() {
-		return res, err
+		return res, err, false
 	}
 	timeout := time.Duration(math.Ceil((time.Until(res.LeaseUntil) + holderSlack).Seconds())) * time.Second
 	if verr := h.opts.visibility.ChangeVisibility(ctx, msg, max(timeout, time.Second)); verr != nil {
 		// The record comes back after the queue's visibility timeout: later, not lost.
 		log.WarnContext(ctx, "visibility not changed", slog.String("message_id", msg.MessageId), slog.String("error", verr.Error()))
 	}
-	return res, err
+	return res, err, false
 }
 
-// sleepUntil waits until t; false, at once, when t is unknown or after
-// ctx's deadline, and when ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	if d, ok := ctx.Deadline(); t.IsZero() || (ok && t.After(d)) {
+// sleepUntil waits until t; false, at once, when t is unknown or less than
+// after before ctx's deadline, and when ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time, after time.Duration) bool {
+	if d, ok := ctx.Deadline(); t.IsZero() || (ok && t.Add(after).After(d)) {
 		return false
 	}
 	timer := time.NewTimer(time.Until(t))

@@ -142,10 +142,10 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	}
 	res, err := run()
 	if res.Outcome == idem.InProgress {
-		res, err = h.inProgress(ctx, log, msg, res, err, run)
+		res, err, r.Requeued = h.inProgress(ctx, log, msg, res, err, run)
 	}
 	r.Outcome, r.Attempts, r.Value, r.Err = res.Outcome, res.Attempts, res.Value, err
-	r.Failed = !succeeded(res.Outcome)
+	r.Failed = !succeeded(res.Outcome) && !r.Requeued
 	return r
 }
 
@@ -174,6 +174,10 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 		log.LogAttrs(ctx, slog.LevelError, "record done without receipt", attrs...)
 		return
 	}
+	if r.Requeued {
+		log.LogAttrs(ctx, slog.LevelInfo, "record requeued", attrs...)
+		return
+	}
 	if !r.Failed {
 		log.LogAttrs(ctx, slog.LevelInfo, "record done", attrs...)
 		return
@@ -191,6 +195,9 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 func outcomeName(r RecordResult) string {
 	if r.Outcome == 0 {
 		return "skipped"
+	}
+	if r.Requeued {
+		return "requeued"
 	}
 	return r.Outcome.String()
 }

@@ -101,4 +101,10 @@ var mutants = []mutant{
 		old:  "case keys[i].err != nil:",
 		new_: "case true:",
 	},
+	{
+		name: "sqsbatch: a copy reported requeued although its send failed",
+		file: "pkg/idem/sqsbatch/requeue.go",
+		old:  `why = "sending it failed: " + err.Error()`,
+		new_: `_ = err`,
+	},
 }
