@@ -14,7 +14,17 @@ CDK_FLAGS      := --no-notices
 
 LAMBDAS        := consumer producer
 ARM_BOOTSTRAPS := $(LAMBDAS:%=build/%/bootstrap)
+LOCAL_BOOTSTRAPS := $(LAMBDAS:%=build/local/%/bootstrap)
 HOST_BINARIES  := $(LAMBDAS:%=build/host/%)
+# What `cdk synth` packages as the functions' code: the arm64 bootstraps
+# (what is deployed), or with CODE=local the host-arch ones LocalStack runs.
+# make test synthesizes with CODE=local: its templates are checked (cfn-lint,
+# checkov, cdk-nag) and deployed into LocalStack only, and compiling every
+# dependency for a second architecture (a minute on a fresh 2-core machine)
+# would prove nothing more. make deploy always builds and ships arm64.
+CODE           ?= arm64
+BOOTSTRAPS     := $(if $(filter local,$(CODE)),$(LOCAL_BOOTSTRAPS),$(ARM_BOOTSTRAPS))
+CODE_CONTEXT   := $(if $(filter local,$(CODE)),-c consumerCode=build/local/consumer -c producerCode=build/local/producer)
 GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go') $(shell find pkg -name go.mod) go.mod go.sum go.work
 # The library's own modules (go.work builds them with the top-level one):
 # `./...` at the top does not reach into them, so they are listed.
@@ -78,8 +88,8 @@ build/host/%: $(GO_SOURCES)
 	CGO_ENABLED=0 go build -tags lambda.norpc,$(FAULTS_TAG) -trimpath -o $@ ./functions/$*
 
 .PHONY: build
-build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries with the fault switches (demo, chaos)
-	@ls -l $(ARM_BOOTSTRAPS) $(HOST_BINARIES) | awk '{print "  " $$5 "\t" $$9}'
+build: $(BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy) and host binaries with the fault switches (demo, chaos)
+	@ls -l $(BOOTSTRAPS) $(HOST_BINARIES) | awk '{print "  " $$5 "\t" $$9}'
 
 # -trimpath: a test binary does not depend on where the checkout is, so the
 # fork rehearsal's copy reuses the results of every package it did not
@@ -89,24 +99,32 @@ build: $(ARM_BOOTSTRAPS) $(HOST_BINARIES) ## build the arm64 bootstraps (deploy)
 UNIT_GO        := go test -trimpath
 
 .PHONY: unit
-unit: ## unit, conformance (memory store, redis-server) and CDK assertion tests
+unit: unit-go unit-infra ## unit, conformance (memory store, redis-server) and CDK assertion tests
+
+# make test runs unit-go before everything else and unit-infra beside the
+# LocalStack phase, which mostly waits.
+.PHONY: unit-go
+unit-go:
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
 	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
 	$(UNIT_GO) $(RACE) -tags $(FAULTS_TAG) $(FAULTS)
 	@# The second application (its own module, as a team's would be).
 	@# (its infra and consumer packages have no tests: lint vets them).
 	cd examples/hotel && GOWORK=off $(UNIT_GO) $(RACE) .
+
+.PHONY: unit-infra
+unit-infra:
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
 	go test ./infra/...
 
 .PHONY: synth
-synth: npm $(ARM_BOOTSTRAPS) ## synthesize the stack into cdk.out
-	$(CDK) synth $(CDK_FLAGS) -q
+synth: npm $(BOOTSTRAPS) ## synthesize the stack into cdk.out
+	$(CDK) synth $(CDK_FLAGS) -q $(CODE_CONTEXT)
 
 .PHONY: synth-test
-synth-test: npm $(ARM_BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
-	$(CDK) synth $(CDK_FLAGS) -q -c profile=test -o cdk.test.out
+synth-test: npm $(BOOTSTRAPS) ## synthesize the test profile (short timeouts) into cdk.test.out
+	$(CDK) synth $(CDK_FLAGS) -q -c profile=test $(CODE_CONTEXT) -o cdk.test.out
 
 .PHONY: synth-localstack
 synth-localstack: npm build-local ## synthesize the localstack profile (test profile, timeouts for a slower endpoint, host-arch code) into cdk.localstack.out
@@ -117,16 +135,21 @@ integration: deps build synth-test ## the integration suite on DynamoDB Local + 
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
-test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal
+test: ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal
+	@$(MAKE) --no-print-directory CODE=local test-steps
+
+.PHONY: test-steps
+test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
 	$(INTEGRATION_TESTS)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stacks deployed, driven and destroyed, on one instance.
 	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
-	@# the simulator (100,000 schedules) and the fork rehearsal run alongside.
+	@# the simulator (100,000 schedules), the CDK assertion tests and the
+	@# fork rehearsal run alongside.
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "$(MAKE) --no-print-directory sim && bash integration/scripts/fork-rehearsal.sh" -- \
+		bash -c "$(MAKE) --no-print-directory sim unit-infra && bash integration/scripts/fork-rehearsal.sh" -- \
 		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
@@ -137,7 +160,7 @@ test: test-compile cfn-checks synth-test synth-localstack test-hostexec ## every
 test-compile: deps-base
 	@log=$(CACHE)/python-tools.log; mkdir -p $(CACHE); \
 	{ $(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install; } >"$$log" 2>&1 & py=$$!; \
-	rc=0; $(MAKE) --no-print-directory build unit vet || rc=$$?; \
+	rc=0; $(MAKE) --no-print-directory build unit-go vet || rc=$$?; \
 	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
@@ -222,8 +245,8 @@ lint: vet ## vet, then staticcheck (when it installs)
 	else echo "lint: staticcheck could not be installed, skipped"; fi
 
 .PHONY: synth-hardened
-synth-hardened: npm $(ARM_BOOTSTRAPS) ## synthesize the hardened profile (customer-managed KMS key, reserved concurrency) into cdk.hardened.out
-	$(CDK) synth $(CDK_FLAGS) -q -c profile=hardened -o cdk.hardened.out
+synth-hardened: npm $(BOOTSTRAPS) ## synthesize the hardened profile (customer-managed KMS key, reserved concurrency) into cdk.hardened.out
+	$(CDK) synth $(CDK_FLAGS) -q -c profile=hardened $(CODE_CONTEXT) -o cdk.hardened.out
 
 .PHONY: cfn-checks
 cfn-checks: synth synth-test synth-hardened ## cfn-lint every synthesized template, checkov the hardened one (pinned tools in .cache/cfn-venv)
@@ -244,7 +267,7 @@ destroy: npm ## delete the deployed stack
 # Host-arch bootstraps for LocalStack: it runs them on this machine (or,
 # with Docker, in containers of this machine's architecture).
 .PHONY: build-local
-build-local: $(LAMBDAS:%=build/local/%/bootstrap)
+build-local: $(LOCAL_BOOTSTRAPS)
 
 build/local/%/bootstrap: $(GO_SOURCES)
 	GOOS=linux GOARCH=$$(go env GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $@ ./functions/$*

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/provision"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
@@ -202,4 +204,83 @@ func scenarioLastReceiveRequeued(t *testing.T) {
 			r.Applied, r.DoubleEffects, len(r.DeadLetters), r.Outcomes)
 	}
 	t.Logf("requeued copy delivered %s after the copy's invocation; outcomes %v", delay.Round(100*time.Millisecond), r.Outcomes)
+}
+
+// scenarioDoneOnLastReceiveSurvivesACrash: a message done on its last
+// receive, in a batch that another record then crashes (SIGKILL at its
+// effect: an out-of-memory kill, a segfault), never reaches the DLQ: the
+// compiled consumer deleted it as soon as it was done
+// (sqsbatch.WithDelete), not only through the batch response the crash
+// swallowed.
+func scenarioDoneOnLastReceiveSurvivesACrash(t *testing.T) {
+	s := startSystem(t, system.Config{Consumers: 1, NoPoller: true})
+	ctx := ctxFor(t, 2*time.Minute)
+	msgs := messages(t, ctx, s, "crashmate", 2)
+	done, crasher := msgs[0], msgs[1]
+	if err := s.SendRaw(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	// Receive it up to its last allowed receive, as the mapping would have.
+	var last types.Message
+	for n := 1; n <= s.Queue.MaxReceiveCount; n++ {
+		visibility := int32(1) // (the SDK leaves a 0 out: the queue's 12 s)
+		if n == s.Queue.MaxReceiveCount {
+			visibility = 5
+		}
+		out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(s.Queue.URL), WaitTimeSeconds: 5, VisibilityTimeout: visibility,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("receive %d: %d messages, %v", n, len(out.Messages), err)
+		}
+		last = out.Messages[0]
+	}
+	received := time.Now()
+	var ev events.SQSEvent
+	for i, m := range []system.Message{done, crasher} {
+		p, _ := s.Event(fmt.Sprint("msg-", i), m)
+		var one events.SQSEvent
+		if err := json.Unmarshal(p, &one); err != nil {
+			t.Fatal(err)
+		}
+		ev.Records = append(ev.Records, one.Records...)
+	}
+	ev.Records[0].MessageId, ev.Records[0].ReceiptHandle = aws.ToString(last.MessageId), aws.ToString(last.ReceiptHandle)
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = last.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]
+	// The crasher kills the process once the done record has logged its
+	// outcome (after its delete, if any).
+	s.Consumer.SetFaultFunc(func(point, key string) lambdarun.Action {
+		if point != consumer.FaultBeforeEffect || key != crasher.Key {
+			return lambdarun.Continue
+		}
+		for wait := time.Now().Add(20 * time.Second); time.Now().Before(wait) && len(s.Records.Of(ev.Records[0].MessageId)) == 0; {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return lambdarun.Kill
+	})
+	payload, _ := json.Marshal(ev)
+	if _, err := s.InvokeConsumer(ctx, payload); err == nil {
+		t.Fatal("the invocation answered; want it killed by the crasher")
+	}
+	if lines := s.Records.Of(ev.Records[0].MessageId); len(lines) != 1 || lines[0].Outcome != "executed" {
+		t.Fatalf("the done record logged %+v, want executed", lines)
+	}
+	// Past the visibility timeout of its last receive, the message would be
+	// back (and go to the DLQ on its next receive) had it not been deleted.
+	time.Sleep(time.Until(received.Add(6 * time.Second)))
+	for _, q := range []*provision.Queue{s.Queue, s.DLQ} {
+		out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, n := out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]; v != "0" || n != "0" {
+			t.Fatalf("%s holds %s visible and %s in flight; want the done message deleted at once", q.LogicalID, v, n)
+		}
+	}
+	got, err := s.Applied(ctx, []string{done.Key})
+	if err != nil || got[done.Key] != 1 {
+		t.Fatalf("applied %v, %v; want once", got, err)
+	}
 }

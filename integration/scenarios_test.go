@@ -43,6 +43,7 @@ func TestScenarios(t *testing.T) {
 		{"PoisonMalformedAndKeyless", scenarioPoisonMalformedAndKeyless},
 		{"SameKeyDifferentPayload", scenarioSameKeyDifferentPayload},
 		{"LastReceiveRequeued", scenarioLastReceiveRequeued},
+		{"DoneOnLastReceiveSurvivesACrash", scenarioDoneOnLastReceiveSurvivesACrash},
 		{"FIFOGroupsKeepOrder", scenarioFIFOGroupsKeepOrder},
 	} {
 		t.Run(sc.name, func(t *testing.T) {

@@ -34,8 +34,9 @@
 // suffixes ("ChargesQueueUrl"; the id "Default" adds no prefix).
 //
 // Grants: the consumer's role may call GetItem and UpdateItem on the
-// receipt table, consume the queue, and write its own log group; nothing
-// else. GrantSend and GrantReceipts give another function (a producer)
+// receipt table, consume the queue and send to it (a copy that meets its key
+// in progress on its last receive is sent back, delayed:
+// sqsbatch.WithRequeue), and write its own log group; nothing else. GrantSend and GrantReceipts give another function (a producer)
 // exactly what sending and keeping its own receipts need.
 //
 // Encryption: queues use SQS-managed keys and tables AWS-owned keys, unless

@@ -22,6 +22,7 @@ type Config struct {
 	Visibility  bool
 	LastWait    bool // sqsbatch.WithMaxReceiveCount
 	Requeue     bool // sqsbatch.WithRequeue (with LastWait)
+	Delete      bool // sqsbatch.WithDelete (with LastWait)
 
 	// The Guard.
 	Margin    time.Duration
@@ -123,6 +124,7 @@ func draw(seed uint64) Config {
 	// draws above, and the schedules of older seeds without them, stay.
 	later := rand.New(rand.NewPCG(seed, 0x7265717565))
 	c.Requeue = c.LastWait && later.IntN(2) == 0
+	c.Delete = c.LastWait && later.IntN(2) == 0
 	_ = later
 	return c
 }
@@ -145,6 +147,6 @@ func skew(r *rand.Rand, margin time.Duration) time.Duration {
 func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives (last wait %v, requeue %v), margin %s lease %s retention %s cache %d, %d messages, skews %v",
-		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.LastWait, c.Requeue, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
+	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives (last wait %v, requeue %v, delete %v), margin %s lease %s retention %s cache %d, %d messages, skews %v",
+		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.LastWait, c.Requeue, c.Delete, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
 }

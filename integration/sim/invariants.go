@@ -359,8 +359,11 @@ func (o *oracle) final() {
 			o.stats.DLQ++
 			if len(o.applied[m.Key]) > 0 {
 				o.stats.DLQApplied++
-				if o.last[m.ID] == idem.InProgress {
+				switch last, ok := o.last[m.ID]; {
+				case last == idem.InProgress:
 					o.stats.DLQInProgress++
+				case ok && (last == idem.Executed || last == idem.Duplicate || last == idem.Unconfirmed):
+					o.stats.DLQDone++
 				}
 			}
 		case !m.deleted:

@@ -66,6 +66,9 @@ func (w *world) newProcess(slot, gen int) *process {
 	if c.Requeue {
 		hopts = append(hopts, sqsbatch.WithRequeue(w.queue))
 	}
+	if c.Delete {
+		hopts = append(hopts, sqsbatch.WithDelete(w.queue))
+	}
 	key := sqsbatch.Attribute("key")
 	if c.Mode == "tx" {
 		p.handler, err = sqsbatch.NewTx(g, key, p.txEffect, hopts...)

@@ -83,14 +83,14 @@ func TestSimulate(t *testing.T) {
 
 // Totals sums schedules.
 type Totals struct {
-	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress int
-	Doubles                                                                         map[string]int
-	Outcomes                                                                        map[string]int
+	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone int
+	Doubles                                                                                  map[string]int
+	Outcomes                                                                                 map[string]int
 }
 
 func (t *Totals) add(r Result) {
 	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
-		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
 }
 
 func (t *Totals) merge(o Totals) {
@@ -102,6 +102,7 @@ func (t *Totals) merge(o Totals) {
 	t.DLQApplied += o.DLQApplied
 	t.Requeued += o.Requeued
 	t.DLQInProgress += o.DLQInProgress
+	t.DLQDone += o.DLQDone
 	if t.Doubles == nil {
 		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
 	}
@@ -115,8 +116,8 @@ func (t *Totals) merge(o Totals) {
 
 func (t Totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied, %d of them after meeting in progress); outcomes",
-		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress)
+	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive); outcomes",
+		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone)
 	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
 		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
 	}

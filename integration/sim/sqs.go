@@ -184,6 +184,37 @@ func (q *queue) Requeue(ctx context.Context, msg events.SQSMessage, delay time.D
 	return errors.New("sim: SendMessage failed three times")
 }
 
+// Delete implements sqsbatch.Deleter: DeleteMessage by the receipt handle
+// (an older handle deletes nothing), a request of the record's process,
+// which may be refused, lose its reply (deleted all the same), or crash the
+// process before or after.
+func (q *queue) Delete(ctx context.Context, msg events.SQSMessage) error {
+	p, _ := ctx.Value(procKey{}).(*process)
+	actor, _ := ctx.Value(actorKey{}).(string)
+	if p == nil {
+		panic("sim: Delete outside a record of a process")
+	}
+	v, dead := p.at(actor+"/delete", kindRequest)
+	if dead {
+		return errDead
+	}
+	if v.fault == faultRefuse || v.fault == faultThrottle {
+		q.w.logf(actor, "DeleteMessage %s", v.fault)
+		return errors.New("sim: DeleteMessage " + v.fault.String())
+	}
+	if sm, ok := q.remove(msg.ReceiptHandle); ok {
+		q.w.logf(actor, "deletes %s at once", msg.MessageId)
+		q.w.check.deleted(sm)
+	}
+	if p.crashAfter(v, "delete") {
+		return errDead
+	}
+	if v.fault == faultLost {
+		return errors.New("sim: DeleteMessage reply lost")
+	}
+	return nil
+}
+
 // send adds a delayed copy of msg to the queue.
 func (q *queue) send(actor string, msg events.SQSMessage, delay time.Duration) {
 	q.mu.Lock()

@@ -70,7 +70,10 @@ type Stats struct {
 	// allowed receive, its key's effect applied (the copies WithRequeue is
 	// for).
 	DLQInProgress int
-	Outcomes      map[string]int
+	// DLQDone: dead-lettered although done on its last allowed receive (its
+	// invocation died before the batch response: WithDelete is for these).
+	DLQDone  int
+	Outcomes map[string]int
 }
 
 func newWorld(cfg Config) *world {

@@ -20,6 +20,7 @@ type queueAPI interface {
 	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
 var _ queueAPI = (*sqs.Client)(nil)
@@ -30,7 +31,9 @@ var _ queueAPI = (*sqs.Client)(nil)
 // timeout, which would count a receive against maxReceiveCount for every
 // copy that waits on a slow holder; and on its last receive, when it cannot
 // wait for the holder, sends it to its queue again, delayed
-// (sqsbatch.WithRequeue).
+// (sqsbatch.WithRequeue); and deletes a message done on its last receive at
+// once, so that the invocation dying afterwards does not send it to the
+// dead-letter queue (sqsbatch.WithDelete).
 type queue struct {
 	client queueAPI
 
@@ -41,6 +44,7 @@ type queue struct {
 var (
 	_ sqsbatch.Visibility = (*queue)(nil)
 	_ sqsbatch.Requeue    = (*queue)(nil)
+	_ sqsbatch.Deleter    = (*queue)(nil)
 )
 
 func (q *queue) ChangeVisibility(ctx context.Context, msg events.SQSMessage, timeout time.Duration) error {
@@ -78,6 +82,16 @@ func (q *queue) Requeue(ctx context.Context, msg events.SQSMessage, delay time.D
 		}
 	}
 	_, err = q.client.SendMessage(ctx, in)
+	return err
+}
+
+// Delete deletes msg by its receipt handle.
+func (q *queue) Delete(ctx context.Context, msg events.SQSMessage) error {
+	url, err := q.queueURL(ctx, msg.EventSourceARN)
+	if err != nil {
+		return err
+	}
+	_, err = q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(msg.ReceiptHandle)})
 	return err
 }
 

@@ -19,6 +19,14 @@ type fakeQueue struct {
 	lookups []string
 	changes []string
 	sent    []*sqs.SendMessageInput
+	deleted []string
+}
+
+func (f *fakeQueue) DeleteMessage(_ context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, aws.ToString(in.QueueUrl)+" "+aws.ToString(in.ReceiptHandle))
+	return &sqs.DeleteMessageOutput{}, nil
 }
 
 func (f *fakeQueue) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
@@ -97,5 +105,16 @@ func TestRequeue(t *testing.T) {
 	}
 	if h := in.MessageSystemAttributes["AWSTraceHeader"]; aws.ToString(h.StringValue) != msg.Attributes["AWSTraceHeader"] {
 		t.Errorf("AWSTraceHeader %+v, want the trace carried", h)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	f := &fakeQueue{}
+	q := &queue{client: f}
+	if err := q.Delete(t.Context(), events.SQSMessage{EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", ReceiptHandle: "rh-9"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.deleted) != 1 || f.deleted[0] != "http://sqs.local/orders rh-9" {
+		t.Errorf("deleted %v", f.deleted)
 	}
 }

@@ -73,7 +73,7 @@ func build(ctx context.Context, setup Setup, getenv func(string) string, opts ..
 	rt := &Runtime{Config: cfg, AWS: awsCfg, DynamoDB: dynamodb.NewFromConfig(awsCfg), Env: env, Logger: o.logger}
 	// A team's own WithBatchOptions come after, and may replace these.
 	q := &queue{client: sqs.NewFromConfig(awsCfg)}
-	opts = append([]Option{WithBatchOptions(sqsbatch.WithVisibility(q), sqsbatch.WithRequeue(q))}, opts...)
+	opts = append([]Option{WithBatchOptions(sqsbatch.WithVisibility(q), sqsbatch.WithRequeue(q), sqsbatch.WithDelete(q))}, opts...)
 	eff, setupErr := setup(ctx, rt)
 	if setupErr == nil {
 		eff.check(cfg, env)

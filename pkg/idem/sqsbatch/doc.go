@@ -47,7 +47,10 @@
 //     record is done (RecordResult.Requeued; standard queues only). So the
 //     dead-letter queue holds poison, malformed and truly failing messages,
 //     not copies of an effect that happened. A requeue that fails leaves
-//     the record failed, as without it: a message is never dropped.
+//     the record failed, as without it: a message is never dropped. And
+//     with WithDelete a record done on its last receive has its message
+//     deleted at once, so that an invocation that dies afterwards (another
+//     record of the batch crashing it) does not send it to the DLQ.
 //   - Handle returns exactly the failed records' message ids and a nil
 //     error: a non-nil error would make Lambda retry the whole batch,
 //     successes included. One exception: when every record failed because

@@ -70,6 +70,7 @@ type options struct {
 	tracer      Tracer
 	visibility  Visibility
 	requeue     Requeue
+	deleter     Deleter
 	maxReceives int
 }
 

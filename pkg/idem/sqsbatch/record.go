@@ -146,6 +146,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	}
 	r.Outcome, r.Attempts, r.Value, r.Err = res.Outcome, res.Attempts, res.Value, err
 	r.Failed = !succeeded(res.Outcome) && !r.Requeued
+	h.deleteIfLast(ctx, log, msg, r)
 	return r
 }
 

@@ -107,4 +107,10 @@ var mutants = []mutant{
 		old:  `why = "sending it failed: " + err.Error()`,
 		new_: `_ = err`,
 	},
+	{
+		name: "sqsbatch: a failed record deleted on its last receive",
+		file: "pkg/idem/sqsbatch/lastdelete.go",
+		old:  "if h.opts.deleter == nil || r.Failed ||",
+		new_: "if h.opts.deleter == nil ||",
+	},
 }
