@@ -349,15 +349,54 @@ func (w *cliWorld) seed(ctx context.Context, t *testing.T) {
 		{"unconf2", "", body("unconf-2", 0)}, {"unconf3", "", body("unconf-3", 0)},
 		{"expired", "", body("expired-1", 0)},
 	} {
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.dlqURL), MessageBody: aws.String(m.body)}
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.dlqURL), MessageBody: aws.String(m.body),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{seedAttribute: {DataType: aws.String("String"), StringValue: aws.String(m.label)}}}
 		if m.key != "" { // some by the key attribute, the rest by the body's field
-			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{"orderId": {DataType: aws.String("String"), StringValue: aws.String(m.key)}}
+			in.MessageAttributes["orderId"] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
 		}
-		out, err := w.mq.SendMessage(ctx, in)
+		if _, err := w.mq.SendMessage(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropRetriedSends(ctx, t, w.mq, w.dlqURL, w.ids)
+}
+
+// seedAttribute labels each message the test sends to the DLQ.
+const seedAttribute = "seed"
+
+// dropRetriedSends deletes the extra copies a retried SendMessage left in
+// the queue at url — a loaded LocalStack may drop a connection after it
+// took a message, and the SDK sends it again — so that the queue holds each
+// labelled message once; ids maps each label to the message kept. The
+// messages are shown again at once.
+func dropRetriedSends(ctx context.Context, t *testing.T, mq *sqs.Client, url string, ids map[string]string) {
+	t.Helper()
+	kept := map[string]string{} // label → receipt handle
+	for {
+		out, err := mq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+			VisibilityTimeout: 60, WaitTimeSeconds: 1, MessageAttributeNames: []string{seedAttribute}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.ids[m.label] = aws.ToString(out.MessageId)
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			label := aws.ToString(m.MessageAttributes[seedAttribute].StringValue)
+			if _, dup := kept[label]; dup {
+				if _, err := mq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("deleted a second copy of %s (a retried send)", label)
+				continue
+			}
+			kept[label], ids[label] = aws.ToString(m.ReceiptHandle), aws.ToString(m.MessageId)
+		}
+	}
+	for _, h := range kept {
+		if _, err := mq.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h), VisibilityTimeout: 0}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
