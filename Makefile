@@ -149,7 +149,7 @@ test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "$(MAKE) --no-print-directory sim unit-infra && bash integration/scripts/fork-rehearsal.sh" -- \
+		bash -c "$(MAKE) --no-print-directory sim unit-infra vet-infra && bash integration/scripts/fork-rehearsal.sh" -- \
 		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 	$(MAKE) --no-print-directory chaos-small
 
@@ -160,7 +160,7 @@ test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
 test-compile: deps-base
 	@log=$(CACHE)/python-tools.log; mkdir -p $(CACHE); \
 	{ $(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install; } >"$$log" 2>&1 & py=$$!; \
-	rc=0; $(MAKE) --no-print-directory build unit-go vet || rc=$$?; \
+	rc=0; $(MAKE) --no-print-directory build unit-go vet-go || rc=$$?; \
 	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
@@ -224,18 +224,30 @@ chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 k
 	go run ./integration/cmd/chaos -keys 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 # make test runs vet (its 70 s of staticcheck on a fresh machine run in
-# make lint, which CI's lint job runs on every push).
+# make lint, which CI's lint job runs on every push): vet-go right after
+# unit-go, with the unit tests' build flags ($(RACE) -trimpath) so that it
+# reuses their compile of every dependency instead of compiling it all again;
+# vet-infra (the CDK code, whose bindings the synths and the CDK tests
+# compile with the default flags) beside the LocalStack phase.
 .PHONY: vet
-vet: ## go vet (every module and tag), gofmt, actionlint on .github/workflows (with shellcheck when installed)
-	go vet ./... $(LIBRARY) $(TOOLS)
-	go vet -tags $(FAULTS_TAG) $(FAULTS)
-	go vet -tags integration ./integration/...
-	cd examples/hotel && GOWORK=off go vet ./... && GOWORK=off go vet -tags e2e ./...
+vet: vet-go vet-infra ## go vet (every module and tag), gofmt, actionlint on .github/workflows (with shellcheck when installed)
+
+.PHONY: vet-go
+vet-go:
+	go vet $(RACE) -trimpath $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
+	go vet $(RACE) -trimpath -tags $(FAULTS_TAG) $(FAULTS)
+	go vet $(RACE) -trimpath -tags integration ./integration/...
+	cd examples/hotel && GOWORK=off go vet $(RACE) -trimpath . ./consumer/... && GOWORK=off go vet $(RACE) -trimpath -tags e2e . ./consumer/...
 	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
 	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
 		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	@command -v shellcheck >/dev/null 2>&1 || echo "vet: shellcheck not on PATH: actionlint cannot check the run: scripts (apt-get install shellcheck)"
 	go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+
+.PHONY: vet-infra
+vet-infra:
+	go vet ./infra/...
+	cd examples/hotel && GOWORK=off go vet ./infra/...
 
 .PHONY: lint
 lint: vet ## vet, then staticcheck (when it installs)
