@@ -17,7 +17,7 @@ import (
 // and comes back. By default it comes back after the queue's visibility
 // timeout, and every such return counts towards maxReceiveCount: a copy that
 // keeps meeting a slow holder ends in the dead-letter queue although its
-// effect happened. Two options keep the DLQ for real failures:
+// effect happened. Three options keep the DLQ for real failures:
 // WithVisibility returns the copy when the holder's lease ends,
 // WithMaxReceiveCount makes a copy on its last receive wait for the holder
 // within the invocation instead of failing, and WithRequeue sends a copy
@@ -73,7 +73,7 @@ const lastWaits = 3
 // with a Visibility, it brings the record's return forward to the holder's
 // lease end. It returns the outcome in force.
 func (h *Handler) inProgress(ctx context.Context, log *slog.Logger, msg events.SQSMessage, res idem.Result, err error,
-	run func() (idem.Result, error)) (_ idem.Result, _ error, requeued bool) {
+	run func() (idem.Result, error)) (_ idem.Result, requeued bool, _ error) {
 	if h.opts.maxReceives > 0 && receiveCount(msg) >= h.opts.maxReceives {
 		// When the copy can be requeued, it waits only if it will still
 		// have time to run after the holder: twice the Guard's margin (the
@@ -92,17 +92,17 @@ func (h *Handler) inProgress(ctx context.Context, log *slog.Logger, msg events.S
 		if res.Outcome == idem.InProgress {
 			requeued = h.requeue(ctx, log, msg, res)
 		}
-		return res, err, requeued
+		return res, requeued, err
 	}
 	if h.opts.visibility == nil || res.LeaseUntil.IsZero() {
-		return res, err, false
+		return res, false, err
 	}
 	timeout := time.Duration(math.Ceil((time.Until(res.LeaseUntil) + holderSlack).Seconds())) * time.Second
 	if verr := h.opts.visibility.ChangeVisibility(ctx, msg, max(timeout, time.Second)); verr != nil {
 		// The record comes back after the queue's visibility timeout: later, not lost.
 		log.WarnContext(ctx, "visibility not changed", slog.String("message_id", msg.MessageId), slog.String("error", verr.Error()))
 	}
-	return res, err, false
+	return res, false, err
 }
 
 // sleepUntil waits until t; false, at once, when t is unknown or less than

@@ -37,12 +37,15 @@ func (h *Handler) keyOf(msg events.SQSMessage) (key string, err error) {
 	return key, err
 }
 
+// isFIFO reports whether msg comes from a FIFO queue (its ARN ends in ".fifo").
+func isFIFO(msg events.SQSMessage) bool { return strings.HasSuffix(msg.EventSourceARN, ".fifo") }
+
 // split groups the indexes of records into units of work: by message group
 // on a FIFO queue, by key on a standard queue (a record without a key is a
 // unit of its own). The queue type is taken from the first record: a batch
 // comes from one event source.
 func split(records []events.SQSMessage, keys []keyed) [][]int {
-	fifo := strings.HasSuffix(records[0].EventSourceARN, ".fifo")
+	fifo := isFIFO(records[0])
 	var units [][]int
 	unitOf := make(map[string]int)
 	for i, r := range records {
@@ -142,7 +145,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	}
 	res, err := run()
 	if res.Outcome == idem.InProgress {
-		res, err, r.Requeued = h.inProgress(ctx, log, msg, res, err, run)
+		res, r.Requeued, err = h.inProgress(ctx, log, msg, res, err, run)
 	}
 	r.Outcome, r.Attempts, r.Value, r.Err = res.Outcome, res.Attempts, res.Value, err
 	r.Failed = !succeeded(res.Outcome) && !r.Requeued

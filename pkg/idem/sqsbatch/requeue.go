@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -71,7 +70,7 @@ func (h *Handler) requeue(ctx context.Context, log *slog.Logger, msg events.SQSM
 	if h.opts.requeue == nil {
 		return false
 	}
-	copyMsg, delay, why := requeued(msg, res.LeaseUntil, time.Now())
+	copyMsg, delay, why := toRequeue(msg, res.LeaseUntil, time.Now())
 	if why == "" {
 		if err := h.opts.requeue.Requeue(ctx, copyMsg, delay); err != nil {
 			why = "sending it failed: " + err.Error()
@@ -85,12 +84,10 @@ func (h *Handler) requeue(ctx context.Context, log *slog.Logger, msg events.SQSM
 	return true
 }
 
-func isFIFO(msg events.SQSMessage) bool { return strings.HasSuffix(msg.EventSourceARN, ".fifo") }
-
-// requeued is the message to send for msg and its delay, from now until
+// toRequeue is the message to send for msg and its delay, from now until
 // the holder's lease ends (and holderSlack), or why msg is not to be
 // requeued.
-func requeued(msg events.SQSMessage, leaseUntil, now time.Time) (events.SQSMessage, time.Duration, string) {
+func toRequeue(msg events.SQSMessage, leaseUntil, now time.Time) (events.SQSMessage, time.Duration, string) {
 	if isFIFO(msg) {
 		return msg, 0, "a FIFO queue has no per-message delay"
 	}
