@@ -144,14 +144,15 @@ test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stacks deployed, driven and destroyed, on one instance.
 	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
-	@# the simulator (100,000 schedules), the CDK assertion tests and the
-	@# fork rehearsal run alongside.
+	@# the simulator (100,000 schedules), the CDK assertion tests, the fork
+	@# rehearsal and the 5,000-order chaos run (on its own emulators, not
+	@# LocalStack) run alongside, one after the other.
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "$(MAKE) --no-print-directory sim unit-infra vet-infra && bash integration/scripts/fork-rehearsal.sh" -- \
+		bash -c "$(MAKE) --no-print-directory sim unit-infra vet-infra && bash integration/scripts/fork-rehearsal.sh && \
+			env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small" -- \
 		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
-	$(MAKE) --no-print-directory chaos-small
 
 # build, unit and vet, while the Python tools (LocalStack, cfn-lint and
 # checkov: mostly PyPI downloads, about 75 s on a fresh machine) install in
