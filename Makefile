@@ -150,8 +150,8 @@ test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "$(MAKE) --no-print-directory sim unit-infra vet-infra && bash integration/scripts/fork-rehearsal.sh && \
-			env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small" -- \
+		bash -c "$(MAKE) --no-print-directory sim unit-infra && bash integration/scripts/fork-rehearsal.sh && \
+			env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small-run" -- \
 		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 
 # build, unit and vet, while the Python tools (LocalStack, cfn-lint and
@@ -222,14 +222,20 @@ chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 keys per mode with every
 # half the consumers; producers enough to keep both queues fed.
 .PHONY: chaos-small
 chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 keys per mode (about 90 s)
+	@$(MAKE) --no-print-directory chaos-small-run
+
+# chaos-small without its prerequisites: make test has built and
+# synthesized everything it needs by then.
+.PHONY: chaos-small-run
+chaos-small-run:
 	go run ./integration/cmd/chaos -keys 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
-# make test runs vet (its 70 s of staticcheck on a fresh machine run in
-# make lint, which CI's lint job runs on every push): vet-go right after
-# unit-go, with the unit tests' build flags ($(RACE) -trimpath) so that it
-# reuses their compile of every dependency instead of compiling it all again;
-# vet-infra (the CDK code, whose bindings the synths and the CDK tests
-# compile with the default flags) beside the LocalStack phase.
+# make test runs vet-go (staticcheck's 70 s on a fresh machine, and vet of
+# the CDK code, run in make lint, which CI's lint job runs on every push;
+# go test runs vet's main checks on the CDK code in make test too), right
+# after unit-go, with the unit tests' build flags ($(RACE) -trimpath), so
+# that it reuses their compile of every dependency instead of compiling it
+# all again.
 .PHONY: vet
 vet: vet-go vet-infra ## go vet (every module and tag), gofmt, actionlint on .github/workflows (with shellcheck when installed)
 

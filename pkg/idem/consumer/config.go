@@ -60,8 +60,10 @@ type Config struct {
 	BatchConcurrency int    // EnvBatchConcurrency
 	// MaxReceiveCount is the queue's maxReceiveCount (EnvMaxReceiveCount),
 	// 0 when not known: a copy that meets InProgress on its last receive
-	// waits for the holder instead of failing into the dead-letter queue
-	// (sqsbatch.WithMaxReceiveCount).
+	// waits for the holder, or is requeued delayed when it cannot wait so
+	// long, and a record done on its last receive is deleted at once,
+	// instead of failing into the dead-letter queue
+	// (sqsbatch.WithMaxReceiveCount, WithRequeue, WithDelete).
 	MaxReceiveCount int
 	LogLevel        slog.Level // EnvLogLevel
 	LogBodies       bool       // EnvLogBodies

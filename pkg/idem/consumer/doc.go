@@ -39,6 +39,17 @@
 // slog JSON with the Lambda request id; message bodies are logged only for
 // failed records and only with LOG_BODIES=true.
 //
+// # The queue
+//
+// The runtime keeps the dead-letter queue for real failures with the SQS
+// client (queue.go): a copy that meets its key in progress comes back when
+// the holder's lease ends (ChangeMessageVisibility); on its last receive it
+// waits for the holder, or is sent to its queue again delayed until the
+// holder's lease ends (SendMessage: the construct grants it on the
+// consumer's own queue); a record done on its last receive is deleted at
+// once (DeleteMessage), so that a batch-mate crashing the invocation does
+// not send it to the DLQ.
+//
 // # Fault switches
 //
 // Built with the tag sqsidem_faults, the runtime wraps the effect in the
