@@ -155,8 +155,7 @@ func (q *queue) ChangeVisibility(_ context.Context, msg events.SQSMessage, timeo
 // (the copy sent all the same), each retried up to three attempts as the
 // SDK's retryer would, or crash the process before or after.
 func (q *queue) Requeue(ctx context.Context, msg events.SQSMessage, delay time.Duration) error {
-	p, _ := ctx.Value(procKey{}).(*process)
-	actor, _ := ctx.Value(actorKey{}).(string)
+	p, actor := procOf(ctx), q.w.actorOf(ctx)
 	if p == nil {
 		panic("sim: Requeue outside a record of a process")
 	}
@@ -189,8 +188,7 @@ func (q *queue) Requeue(ctx context.Context, msg events.SQSMessage, delay time.D
 // which may be refused, lose its reply (deleted all the same), or crash the
 // process before or after.
 func (q *queue) Delete(ctx context.Context, msg events.SQSMessage) error {
-	p, _ := ctx.Value(procKey{}).(*process)
-	actor, _ := ctx.Value(actorKey{}).(string)
+	p, actor := procOf(ctx), q.w.actorOf(ctx)
 	if p == nil {
 		panic("sim: Delete outside a record of a process")
 	}
