@@ -15,9 +15,21 @@ type entry struct {
 	size  int               // what the message counts toward the batch's payload limit
 	done  chan sent         // buffered: the batch never waits for the message
 
-	// Set by submit; flushed is guarded by the batcher's mutex.
+	// Set by submit; flushed and blocked are guarded by the batcher's mutex.
 	ctx     context.Context // the effect's: its record may be released once it ends
+	b       *batcher        // the batcher it was submitted to
 	flushed bool            // handed to a SendMessageBatch call
+	blocked bool            // its submit waits for it: counted in b.blocked
+}
+
+// tell gives the entry its result. The batcher counts its submit as no
+// longer waiting from here on, before the submit wakes, so that the other
+// entries of its batch are not flushed as if nobody could join them.
+func (e *entry) tell(s sent) {
+	if e.b != nil {
+		e.b.release(e)
+	}
+	e.done <- s
 }
 
 func newEntry(key, body string) *entry {
@@ -59,7 +71,9 @@ func (s sent) result() ([]byte, error) {
 
 // batcher groups the entries of concurrent messages into SendMessageBatch
 // calls: a batch goes when it has 10 entries, when the next entry would take
-// its payload over maxBatchBytes, or linger after its first entry.
+// its payload over maxBatchBytes, when no worker is left that could add to
+// it (every worker that joined waits in submit, or has left), or linger
+// after its first entry.
 //
 // An entry is sent only while its message may still be sent: an entry whose
 // context (the effect's) ends before its batch goes is taken out and never
@@ -74,6 +88,13 @@ type batcher struct {
 	pending      []*entry
 	pendingBytes int
 	timer        *time.Timer
+
+	// workers may still submit (join, leave); blocked is how many entries'
+	// submits wait for their send. Once blocked reaches workers, nobody can
+	// add to the pending batch and it goes at once. No worker joined
+	// (joined false): only size and linger flush.
+	joined           bool
+	workers, blocked int
 
 	// wg counts the send goroutines and the armed linger timer; wait
 	// waits for them, so that none outlives the invocation.
@@ -95,13 +116,15 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 		b.mu.Unlock()
 		return nil, fmt.Errorf("producer: not sent: %w", err)
 	}
-	e.ctx = ctx
+	e.ctx, e.b, e.blocked = ctx, b, true
+	b.blocked++
+	defer b.release(e)
 	if len(b.pending) > 0 && b.pendingBytes+e.size > maxBatchBytes {
 		b.flushLocked()
 	}
 	b.pending = append(b.pending, e)
 	b.pendingBytes += e.size
-	if len(b.pending) >= maxBatch {
+	if len(b.pending) >= maxBatch || b.idleLocked() {
 		b.flushLocked()
 	} else if b.timer == nil {
 		b.wg.Add(1) // done by the timer's function, or by stopTimerLocked
@@ -137,6 +160,41 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 	// run may send the message again; the consumer dedups it by key.
 	return nil, fmt.Errorf("%w: the SendMessageBatch call was in flight when the time for the send ran out: %w",
 		ErrSendUnknown, ctx.Err())
+}
+
+// join counts n workers that may submit, before any of them starts.
+func (b *batcher) join(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.joined = true
+	b.workers += n
+}
+
+// leave is called by a worker that will submit no more: the pending batch
+// goes if the others all wait for it.
+func (b *batcher) leave() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.workers--
+	if b.idleLocked() {
+		b.flushLocked()
+	}
+}
+
+// idleLocked reports whether entries are pending and every worker still
+// there waits in submit: nobody can add to the batch.
+func (b *batcher) idleLocked() bool {
+	return len(b.pending) > 0 && b.joined && b.blocked >= b.workers
+}
+
+// release counts e's submit as no longer waiting; once per entry.
+func (b *batcher) release(e *entry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e.blocked {
+		e.blocked = false
+		b.blocked--
+	}
 }
 
 // removeLocked takes e out of the pending batch, if it is there.

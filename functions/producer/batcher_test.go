@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,21 +185,44 @@ func TestEntryContextEndsBeforeFlush(t *testing.T) {
 	}
 
 	t.Run("the effect's context ends before the batch goes", func(t *testing.T) {
-		store, client := idemtest.NewMemoryStore(), &callSQS{}
+		// Two messages; the second one's Acquire is slow, so the first
+		// one's batch waits for it (a worker that may still submit) until
+		// its 300 ms lease has run out.
+		mem, client := idemtest.NewMemoryStore(), &callSQS{}
+		store := &slowSecondAcquire{Store: mem, hold: time.Second}
 		p := newProducer(t, store, client, map[string]string{consumer.EnvLease: "300ms", consumer.EnvSafetyMargin: "50ms"})
-		p.linger = time.Second
-		out := run(t, p, messages("a"))
-		if out.Failed != 1 || !strings.Contains(out.Failures[0].Reason, "not sent") {
-			t.Errorf("out = %+v, want a not-sent failure", out)
+		out := run(t, p, messages("a", "b"))
+		// The slow one's lease has run out by the time it returns: it is not
+		// sent either.
+		if out.Failed != 2 {
+			t.Fatalf("out = %+v, want two not-sent failures", out)
 		}
-		if st, _ := recordStatus(t, store, "a"); st != idem.StatusFailed {
-			t.Errorf("record %s, want FAILED (released)", st)
+		for _, f := range out.Failures {
+			if !strings.Contains(f.Reason, "not sent") {
+				t.Errorf("failure %+v, want not sent", f)
+			}
+			if st, _ := recordStatus(t, mem, f.Key); st != idem.StatusFailed {
+				t.Errorf("record of %s %s, want FAILED (released)", f.Key, st)
+			}
 		}
-		time.Sleep(p.linger + 100*time.Millisecond)
 		if calls, _, _, _ := client.snapshot(); len(calls) != 0 {
-			t.Errorf("the released order was sent: calls %v", calls)
+			t.Errorf("released orders were sent: calls %v", calls)
 		}
 	})
+}
+
+// slowSecondAcquire holds the second Acquire for hold.
+type slowSecondAcquire struct {
+	idem.Store
+	hold  time.Duration
+	calls atomic.Int32
+}
+
+func (s *slowSecondAcquire) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	if s.calls.Add(1) == 2 {
+		time.Sleep(s.hold)
+	}
+	return s.Store.Acquire(ctx, a)
 }
 
 // A batch's calls run until the earliest deadline of its entries.
@@ -297,6 +321,47 @@ func TestBatchSplitBySize(t *testing.T) {
 				if _, ok := recordStatus(t, store, id); ok {
 					t.Errorf("a record was written for %s", id)
 				}
+			}
+		})
+	}
+}
+
+// A partial batch goes as soon as no worker is left that could add to it,
+// not after the linger (an hour here).
+func TestPartialBatchGoesWhenNoWorkerCanJoin(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		in        Input
+		wantSizes []int // entries per call, sorted
+	}{
+		{"every message waits", nil, messages("a", "b", "c"), []int{3}},
+		{"a bad message's worker leaves", nil, Input{Messages: append(messages("a", "b").Messages, json.RawMessage(`{"no key": 1}`))}, []int{2}},
+		{"fewer workers than messages", map[string]string{contract.EnvProducerConcurrency: "2"}, messages("a", "b", "c"), []int{1, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := &callSQS{}
+			p := newProducer(t, idemtest.NewMemoryStore(), client, tt.env)
+			p.linger = time.Hour
+			finished := make(chan Output, 1)
+			go func() {
+				out, _ := p.Handle(context.Background(), tt.in)
+				finished <- out
+			}()
+			select {
+			case <-finished:
+			case <-time.After(waitLimit):
+				t.Fatalf("Handle still running after %s: the batch waits for its linger", waitLimit)
+			}
+			calls, _, _, _ := client.snapshot()
+			var sizes []int
+			for _, c := range calls {
+				sizes = append(sizes, len(c))
+			}
+			slices.Sort(sizes)
+			if !slices.Equal(sizes, tt.wantSizes) {
+				t.Errorf("calls %v, want sizes %v", calls, tt.wantSizes)
 			}
 		})
 	}

@@ -91,7 +91,8 @@ type Failure struct {
 // Each message runs through Guard.Do, and the send inside Do hands it to a
 // batcher that sends up to 10 per SendMessageBatch call: the library's
 // protocol per message stays intact (acquire, send, complete or release)
-// and n messages cost about n/10 SQS requests.
+// and n messages cost about n/10 SQS requests. A partial batch goes once
+// every worker waits for its send or has left, or after the linger.
 //
 // A message is sent only while its record is held: a message that runs out
 // of time before its batch goes is taken out of the batch, and a batch's
@@ -141,8 +142,11 @@ func (p *Producer) Handle(ctx context.Context, in Input) (Output, error) {
 	results := make([]result, len(in.Messages))
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(p.concurrency, len(in.Messages)) {
+	workers := min(p.concurrency, len(in.Messages))
+	b.join(workers) // before any starts: the first submit must not find itself alone
+	for range workers {
 		wg.Go(func() {
+			defer b.leave()
 			for i := range work {
 				results[i] = p.message(ctx, b, in.Messages[i])
 			}

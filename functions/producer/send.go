@@ -36,7 +36,7 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 			case !failed:
 				continue // told already
 			case f.permanent || attempt == p.attempts || ctx.Err() != nil:
-				e.done <- sent{err: fmt.Errorf("%w after %d attempt(s): %v", ErrSend, attempt, f.err)}
+				e.tell(sent{err: fmt.Errorf("%w after %d attempt(s): %v", ErrSend, attempt, f.err)})
 			default:
 				retry = append(retry, e)
 			}
@@ -54,7 +54,7 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 
 func fail(batch []*entry, err error) {
 	for _, e := range batch {
-		e.done <- sent{err: err}
+		e.tell(sent{err: err})
 	}
 }
 
@@ -111,7 +111,7 @@ func (p *Producer) sendOnce(ctx context.Context, batch []*entry) (map[*entry]sen
 	}
 	for _, s := range out.Successful {
 		if e, ok := byID[aws.ToString(s.Id)]; ok {
-			e.done <- sent{messageID: aws.ToString(s.MessageId)}
+			e.tell(sent{messageID: aws.ToString(s.MessageId)})
 			delete(byID, aws.ToString(s.Id))
 		}
 	}
