@@ -102,7 +102,7 @@ UNIT_GO        := go test -trimpath
 unit: unit-go unit-infra ## unit, conformance (memory store, redis-server) and CDK assertion tests
 
 # make test runs unit-go before everything else and unit-infra beside the
-# LocalStack phase, which mostly waits.
+# suite on the emulators, which mostly waits in its second half.
 .PHONY: unit-go
 unit-go:
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
@@ -140,17 +140,22 @@ test: ## everything CI runs: unit, lint, template checks, the suite on the emula
 
 .PHONY: test-steps
 test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
-	$(INTEGRATION_TESTS)
+	@# The suite on the emulators waits for visibility timeouts for much of
+	@# its second half (a third of both cores idle, measured): the simulator
+	@# (100,000 schedules) and the CDK assertion tests run alongside at the
+	@# lowest priority, on the CPU the scenarios leave.
+	bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
+		nice -n 19 $(MAKE) --no-print-directory sim unit-infra -- \
+		bash -c 'set -o pipefail; $(INTEGRATION_TESTS)'
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stacks deployed, driven and destroyed, on one instance.
 	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
-	@# the simulator (100,000 schedules), the CDK assertion tests, the fork
-	@# rehearsal and the 5,000-order chaos run (on its own emulators, not
-	@# LocalStack) run alongside, one after the other.
+	@# the fork rehearsal and the 5,000-order chaos run (on its own
+	@# emulators, not LocalStack) run alongside, one after the other.
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "$(MAKE) --no-print-directory sim unit-infra && bash integration/scripts/fork-rehearsal.sh && \
+		bash -c "bash integration/scripts/fork-rehearsal.sh && \
 			env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small-run" -- \
 		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # alongside.sh LOG CMD... -- CMD2...: CMD in the background, its output
 # to LOG, and CMD2 in the foreground; then it waits for CMD, prints LOG and
-# fails when either failed. `make test` runs the fork rehearsal alongside
-# the deployed stack on LocalStack, which mostly waits for redeliveries.
+# fails when either failed. `make test` runs the simulator and the CDK
+# tests alongside the suite on the emulators, and the fork rehearsal and
+# the chaos run alongside LocalStack: both mostly wait for redeliveries.
 set -uo pipefail
 
 log=$1
