@@ -222,18 +222,22 @@ demo: emulators build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumer
 chaos: emulators build $(SYNTH_FOR_ENDPOINT) ## 100,000 keys per mode with every fault at once; report and chart in .cache/chaos/
 	go run ./integration/cmd/chaos $(CHAOS_FLAGS)
 
-# The 5,000-order version for make test: both modes at once (their tails,
-# 36 s at least for a poison message to reach the DLQ, overlap), each with
-# half the consumers; producers enough to keep both queues fed.
+# The 5,000-order version for make test: one mode after the other, each
+# with half the consumers; producers enough to keep the queue fed. Both
+# modes at once took as long beside the deployed stacks (136 s, CI14), and
+# their start overloaded DynamoDB Local's transactions on the loaded
+# machine: 23 commits of copies timed out on every receive into the DLQ
+# (one mode at a time under three busy loops: 10 per mode, poison and
+# malformed only).
 .PHONY: chaos-small
-chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 keys per mode (about 90 s)
+chaos-small: emulators build $(SYNTH_FOR_ENDPOINT) ## the chaos run with 5,000 keys per mode (about 2 min)
 	@$(MAKE) --no-print-directory chaos-small-run
 
 # chaos-small without its prerequisites: make test has built and
 # synthesized everything it needs by then.
 .PHONY: chaos-small-run
 chaos-small-run:
-	go run ./integration/cmd/chaos -keys 5000 -parallel -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
+	go run ./integration/cmd/chaos -keys 5000 -consumers 8 -pollers 8 -producers 10 -warmup 5s -timeout 5m $(CHAOS_FLAGS)
 
 # make test runs vet-go (staticcheck's 70 s on a fresh machine, and vet of
 # the CDK code, run in make lint, which CI's lint job runs on every push;
