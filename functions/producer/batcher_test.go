@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,15 +184,19 @@ func TestEntryContextEndsBeforeFlush(t *testing.T) {
 	}
 
 	t.Run("the effect's context ends before the batch goes", func(t *testing.T) {
-		// Two messages; the second one's Acquire is slow, so the first
-		// one's batch waits for it (a worker that may still submit) until
-		// its 300 ms lease has run out.
+		// Two messages; the second one's Acquire waits until the first
+		// one's record is released, so the first one's batch waits for it
+		// (a worker that may still submit) until its 300 ms lease has run
+		// out, however loaded the machine.
 		mem, client := idemtest.NewMemoryStore(), &callSQS{}
-		store := &slowSecondAcquire{Store: mem, hold: time.Second}
+		store := &secondAcquireWaits{MemoryStore: mem}
 		p := newProducer(t, store, client, map[string]string{consumer.EnvLease: "300ms", consumer.EnvSafetyMargin: "50ms"})
 		out := run(t, p, messages("a", "b"))
-		// The slow one's lease has run out by the time it returns: it is not
-		// sent either.
+		if store.waited != nil {
+			t.Fatal(store.waited)
+		}
+		// The second one's lease has run out by the time it returns: it is
+		// not sent either.
 		if out.Failed != 2 {
 			t.Fatalf("out = %+v, want two not-sent failures", out)
 		}
@@ -211,18 +214,39 @@ func TestEntryContextEndsBeforeFlush(t *testing.T) {
 	})
 }
 
-// slowSecondAcquire holds the second Acquire for hold.
-type slowSecondAcquire struct {
-	idem.Store
-	hold  time.Duration
-	calls atomic.Int32
+// secondAcquireWaits holds the second Acquire until the record of the
+// first is FAILED (released).
+type secondAcquireWaits struct {
+	*idemtest.MemoryStore
+	mu     sync.Mutex
+	first  string
+	calls  int
+	waited error // set when the wait gave up
 }
 
-func (s *slowSecondAcquire) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
-	if s.calls.Add(1) == 2 {
-		time.Sleep(s.hold)
+func (s *secondAcquireWaits) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, bool, error) {
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	if n == 1 {
+		s.first = a.Key
 	}
-	return s.Store.Acquire(ctx, a)
+	first := s.first
+	s.mu.Unlock()
+	if n == 2 {
+		for deadline := time.Now().Add(waitLimit); ; time.Sleep(5 * time.Millisecond) {
+			if rec, ok, err := s.MemoryStore.Get(ctx, first); err == nil && ok && rec.Status == idem.StatusFailed {
+				break
+			}
+			if time.Now().After(deadline) {
+				s.mu.Lock()
+				s.waited = fmt.Errorf("the first record was not released within %s", waitLimit)
+				s.mu.Unlock()
+				break
+			}
+		}
+	}
+	return s.MemoryStore.Acquire(ctx, a)
 }
 
 // A batch's calls run until the earliest deadline of its entries.
