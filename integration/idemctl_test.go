@@ -356,54 +356,15 @@ func (w *cliWorld) seed(ctx context.Context, t *testing.T) {
 		{"unconf2", "", body("unconf-2", 0)}, {"unconf3", "", body("unconf-3", 0)},
 		{"expired", "", body("expired-1", 0)},
 	} {
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.dlqURL), MessageBody: aws.String(m.body),
-			MessageAttributes: map[string]sqstypes.MessageAttributeValue{seedAttribute: {DataType: aws.String("String"), StringValue: aws.String(m.label)}}}
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.dlqURL), MessageBody: aws.String(m.body)}
 		if m.key != "" { // some by the key attribute, the rest by the body's field
-			in.MessageAttributes["orderId"] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
+			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{"orderId": {DataType: aws.String("String"), StringValue: aws.String(m.key)}}
 		}
-		if _, err := w.mq.SendMessage(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dropRetriedSends(ctx, t, w.mq, w.dlqURL, w.ids)
-}
-
-// seedAttribute labels each message the test sends to the DLQ.
-const seedAttribute = "seed"
-
-// dropRetriedSends deletes the extra copies a retried SendMessage left in
-// the queue at url — a loaded LocalStack may drop a connection after it
-// took a message, and the SDK sends it again — so that the queue holds each
-// labelled message once; ids maps each label to the message kept. The
-// messages are shown again at once.
-func dropRetriedSends(ctx context.Context, t *testing.T, mq *sqs.Client, url string, ids map[string]string) {
-	t.Helper()
-	kept := map[string]string{} // label → receipt handle
-	for {
-		out, err := mq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
-			VisibilityTimeout: 60, WaitTimeSeconds: 1, MessageAttributeNames: []string{seedAttribute}})
+		out, err := w.mq.SendMessage(ctx, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out.Messages) == 0 {
-			break
-		}
-		for _, m := range out.Messages {
-			label := aws.ToString(m.MessageAttributes[seedAttribute].StringValue)
-			if _, dup := kept[label]; dup {
-				if _, err := mq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("deleted a second copy of %s (a retried send)", label)
-				continue
-			}
-			kept[label], ids[label] = aws.ToString(m.ReceiptHandle), aws.ToString(m.MessageId)
-		}
-	}
-	for _, h := range kept {
-		if _, err := mq.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h), VisibilityTimeout: 0}); err != nil {
-			t.Fatal(err)
-		}
+		w.ids[m.label] = aws.ToString(out.MessageId)
 	}
 }
 
@@ -655,26 +616,16 @@ func (w *cliWorld) consume(ctx context.Context, t *testing.T) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Until the queue is empty, in flight included: a receive whose reply
-	// a loaded LocalStack dropped, retried by the SDK, has taken messages
-	// that come back only after the receive's visibility timeout (short
-	// here; a copy received twice is a duplicate to the Guard).
-	for deadline := time.Now().Add(time.Minute); ; {
+	for {
 		out, err := w.mq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(w.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 5,
+			QueueUrl: aws.String(w.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(out.Messages) == 0 {
-			visible := queueAttr(ctx, t, w.mq, w.queueURL, sqstypes.QueueAttributeNameApproximateNumberOfMessages)
-			hidden := queueAttr(ctx, t, w.mq, w.queueURL, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
-			if (visible == "0" && hidden == "0") || time.Now().After(deadline) {
-				return outcomes
-			}
-			t.Logf("consumer: nothing received, the queue says %s visible, %s in flight: receiving again", visible, hidden)
-			continue
+			return outcomes
 		}
 		ev := events.SQSEvent{}
 		for _, m := range out.Messages {
