@@ -7,8 +7,9 @@ import (
 )
 
 // lru is a bounded map from storage keys to entries that expire, the least
-// recently used dropped first. A Guard keeps two: the receipts it has seen
-// (WithCache), and the receipts it still owes (pending.go).
+// recently used dropped first: the receipts a Guard has seen (WithCache).
+// Dropping one costs a store request, never a second effect. (The receipts
+// a Guard owes are never dropped for room: owed.go.)
 type lru[E expiring] struct {
 	mu    sync.Mutex
 	size  int

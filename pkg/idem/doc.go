@@ -50,7 +50,9 @@
 // alarm on it — and the Guard owes the receipt: a later call for the key in
 // the same process (a copy in the same SQS batch, say) writes it, fenced,
 // instead of running the effect again, and answers Duplicate (or
-// Unconfirmed while the store still fails). A crashed process cannot be
+// Unconfirmed while the store still fails). Every owed receipt is kept,
+// however many keys end Unconfirmed, until it is written, fenced out or
+// expires; only its result is dropped once 8 MiB of owed results are held. A crashed process cannot be
 // told; the next attempt's attempt count shows it. (An effect that returns
 // an error although it took place, say its own write timed out but was
 // applied, is released and run again like any failed effect: the guard

@@ -23,7 +23,10 @@ var (
 	// ErrUnconfirmed: the effect ran, but its receipt could not be written
 	// before the caller's deadline (the store failed or was too slow). The
 	// Guard owes the receipt: a later call for the key in this process writes
-	// it instead of running the effect. In another process, a delivery after
+	// it instead of running the effect. Every owed receipt is kept until it
+	// is written, fenced out by another attempt, or expires with the
+	// retention; none is dropped for room (once 8 MiB of owed results are
+	// held, further receipts are owed without their result). In another process, a delivery after
 	// the lease may run the effect again: this is the window of lease mode,
 	// reported so it can be counted and alarmed on. The error also wraps the
 	// store's error.
@@ -31,7 +34,8 @@ var (
 
 	// ErrStore: the store failed (unreachable, throttled past every retry,
 	// or refused a request). Nothing is known to have run: retry later. An
-	// effect's own error is never wrapped with it.
+	// effect's own error is never wrapped with it, nor is a caller's
+	// cancellation (Failed, wrapping context.Canceled).
 	ErrStore = errors.New("idem: store failed")
 
 	// ErrInvalid: bad input (empty or over-long key, bad namespace, nil

@@ -36,7 +36,7 @@ type Guard struct {
 	namespace string
 	opts      options
 	cache     *lru[cacheEntry] // nil without WithCache
-	pending   *lru[receipt]    // receipts owed: effects run, receipts not written
+	owed      *owedReceipts    // effects run, receipts not written
 	tx        TxStore          // nil unless the store commits transactions
 }
 
@@ -61,7 +61,7 @@ func New(store Store, namespace string, opts ...Option) (*Guard, error) {
 	if err := o.check(caps); err != nil {
 		return nil, err
 	}
-	g := &Guard{store: store, caps: caps, namespace: namespace, opts: o, pending: newLRU[receipt](pendingSize)}
+	g := &Guard{store: store, caps: caps, namespace: namespace, opts: o, owed: newOwedReceipts()}
 	g.tx, _ = store.(TxStore)
 	if !caps.Transactions {
 		g.tx = nil
@@ -123,7 +123,7 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	if res, ok, err := g.fromCache(skey, fp, now); ok {
 		return res, err
 	}
-	if res, ok, err := g.owed(ctx, skey, fp, now); ok {
+	if res, ok, err := g.fromOwed(ctx, skey, fp, now); ok {
 		return res, err
 	}
 
@@ -144,9 +144,12 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 		Fingerprint: fp,
 		Now:         now,
 	}
+	if err := cancelled(ctx); err != nil {
+		return Result{Outcome: Failed}, fmt.Errorf("idem: acquire %s: %w", skey, err)
+	}
 	rec, acquired, err := g.store.Acquire(ctx, acq)
 	if err != nil {
-		return Result{Outcome: storeOutcome(err)}, fmt.Errorf("idem: acquire %s: %w", skey, storeError(err))
+		return g.storeFailed(ctx, "acquire", skey, err)
 	}
 	if !acquired && rec.Status == StatusInProgress && rec.Lease == token {
 		// Our own write: the request landed, its response was lost, and the
@@ -168,12 +171,12 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	if err != nil {
 		return Result{Outcome: Failed, Attempts: rec.Attempts}, err
 	}
-	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, value: value, leaseUntil: leaseUntil,
+	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, leaseUntil: leaseUntil,
 		completion: Completion{Result: value, ExpiresAt: acq.ExpiresAt}}
 	if len(value) > g.opts.maxResult {
 		r.completion.Result, r.completion.ResultOmitted = nil, true
 	}
-	return g.complete(ctx, skey, r)
+	return g.complete(ctx, skey, r, value)
 }
 
 func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc, now time.Time) (Result, error) {
@@ -190,6 +193,9 @@ func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc,
 		return res, err
 	}
 
+	if err := cancelled(ctx); err != nil {
+		return Result{Outcome: Failed}, fmt.Errorf("idem: commit %s: %w", skey, err)
+	}
 	var tx TxEffect
 	_, err = g.run(ctx, func(ctx context.Context) ([]byte, error) {
 		var err error
@@ -224,7 +230,7 @@ func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc,
 	case errors.Is(err, ErrTxAborted):
 		return Result{Outcome: Failed}, fmt.Errorf("idem: commit %s: %w", skey, err)
 	case err != nil:
-		return Result{Outcome: storeOutcome(err)}, fmt.Errorf("idem: commit %s: %w", skey, storeError(err))
+		return g.storeFailed(ctx, "commit", skey, err)
 	case !committed:
 		return g.conflict(skey, rec, fp, now)
 	}

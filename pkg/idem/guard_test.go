@@ -477,6 +477,14 @@ func TestLastErrorIsTheClassByDefault(t *testing.T) {
 	}
 }
 
+func TestClassifyKeepsTheError(t *testing.T) {
+	base := errors.New("refused")
+	err := idem.Classify(base, "provider-refused")
+	if !errors.Is(err, base) || err.Error() != "refused" || idem.Classify(nil, "x") != nil {
+		t.Fatalf("Classify(%v) = %v: want it to wrap and read as the error, nil for nil", base, err)
+	}
+}
+
 func TestErrorClass(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -487,6 +495,9 @@ func TestErrorClass(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), "context deadline exceeded"},
 		{fmt.Errorf("a: %w", &os.PathError{Op: "open", Path: "/secret/alice", Err: os.ErrNotExist}), "*errors.errorString"},
 		{errors.Join(&os.PathError{}, errors.New("y")), "*fs.PathError, *errors.errorString"},
+		{idem.Classify(errors.New("sms provider said 503 for +44..."), "provider-unavailable"), "provider-unavailable"},
+		{fmt.Errorf("send: %w", idem.Classify(context.DeadlineExceeded, "provider-timeout")), "provider-timeout"},
+		{idem.Classify(errors.New("x"), ""), "*errors.errorString"},
 	} {
 		if got := idem.ErrorClass(tc.err); got != tc.want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", tc.err, got, tc.want)

@@ -23,7 +23,10 @@ const (
 	LeaseLost
 	// Failed: the effect returned an error or panicked (or a transactional
 	// effect's own write was refused); the record was released as FAILED so
-	// the next delivery can run at once.
+	// the next delivery can run at once. Also a call whose context ended
+	// (cancelled, or too little time left) before its effect could run: the
+	// error wraps context.Canceled or context.DeadlineExceeded, and the
+	// effect did not run (a lease an interrupted acquire took runs out).
 	Failed
 	// Rejected: the input was invalid (ErrInvalid); nothing was stored.
 	Rejected

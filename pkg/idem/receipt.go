@@ -9,15 +9,19 @@ import (
 )
 
 // receipt is the record of an effect that ran under a lease: what Complete
-// writes, fenced by the token the effect ran under.
+// writes, fenced by the token the effect ran under. Its result is the one
+// the receipt keeps (nil past the cap), never more: an owed receipt holds
+// it until it is written.
 type receipt struct {
 	token       string
 	fingerprint string
 	attempts    int
-	value       []byte // the effect's result, as returned (also when not kept)
 	completion  Completion
 	leaseUntil  time.Time
 }
+
+// bytes is how much result r holds.
+func (r receipt) bytes() int { return len(r.completion.Result) }
 
 // expires is when an owed receipt is forgotten: a second after the receipt
 // would have expired, since a store may keep expiry in whole seconds
@@ -26,21 +30,6 @@ type receipt struct {
 // stands.
 func (r receipt) expires() time.Time { return r.completion.ExpiresAt.Add(time.Second) }
 
-// owned is r with a result of its own, which no caller can change.
-func (r receipt) owned() receipt {
-	v := slices.Clone(r.value)
-	if r.completion.Result != nil { // the result kept is the value itself
-		r.completion.Result = v
-	}
-	r.value = v
-	return r
-}
-
-// pendingSize bounds the receipts a Guard owes (see owed). Each holds a
-// result of up to the result cap; Unconfirmed is rare, and a process that
-// owes this many receipts has a store that has been failing for a while.
-const pendingSize = 128
-
 // complete writes the receipt of an effect that ran and reports the
 // outcome. The write is fenced by the lease token, so it lands only if no
 // other attempt took the record over, and it is retried past the lease end
@@ -48,9 +37,9 @@ const pendingSize = 128
 // late still makes every later copy a duplicate. One that cannot be written
 // is owed: a later call for the key in this process writes it instead of
 // running the effect again.
-func (g *Guard) complete(ctx context.Context, skey string, r receipt) (Result, error) {
+func (g *Guard) complete(ctx context.Context, skey string, r receipt, value []byte) (Result, error) {
 	err := g.writeReceipt(ctx, skey, &r)
-	res := Result{Value: r.value, ResultOmitted: r.completion.ResultOmitted, Attempts: r.attempts}
+	res := Result{Value: value, ResultOmitted: r.completion.ResultOmitted, Attempts: r.attempts}
 	switch {
 	case err == nil:
 		g.remember(skey, r.fingerprint, r.completion.Result, r.completion.ResultOmitted, r.attempts, r.completion.ExpiresAt)
@@ -60,7 +49,7 @@ func (g *Guard) complete(ctx context.Context, skey string, r receipt) (Result, e
 		res.Outcome = LeaseLost
 		return res, fmt.Errorf("idem: complete %s (attempt %d): %w", skey, r.attempts, err)
 	default:
-		g.pending.put(skey, r.owned())
+		g.owed.put(skey, r, g.opts.now())
 		res.Outcome = Unconfirmed
 		return res, fmt.Errorf("idem: complete %s (attempt %d): %w: %w", skey, r.attempts, ErrUnconfirmed, storeError(err))
 	}
@@ -80,14 +69,14 @@ func (g *Guard) writeReceipt(ctx context.Context, skey string, r *receipt) error
 	return err
 }
 
-// owed answers a call for a key whose effect this process already ran
+// fromOwed answers a call for a key whose effect this process already ran
 // without landing its receipt (Unconfirmed): it writes the receipt now and
 // answers Duplicate, or, when the store still fails, Unconfirmed again —
 // never a second run. ok is false when nothing is owed for skey, or when
 // another attempt has taken the record over since (the caller goes on as
 // if nothing were owed: the record decides).
-func (g *Guard) owed(ctx context.Context, skey, fp string, now time.Time) (res Result, ok bool, err error) {
-	r, found := g.pending.get(skey, now)
+func (g *Guard) fromOwed(ctx context.Context, skey, fp string, now time.Time) (res Result, ok bool, err error) {
+	r, found := g.owed.get(skey, now)
 	if !found {
 		return Result{}, false, nil
 	}
@@ -99,16 +88,16 @@ func (g *Guard) owed(ctx context.Context, skey, fp string, now time.Time) (res R
 	err = g.writeReceipt(ctx, skey, &r)
 	switch {
 	case err == nil:
-		g.pending.remove(skey)
+		g.owed.remove(skey)
 		g.remember(skey, r.fingerprint, r.completion.Result, r.completion.ResultOmitted, r.attempts, r.completion.ExpiresAt)
 		res.Outcome, res.Value, res.ResultOmitted = Duplicate, slices.Clone(r.completion.Result), r.completion.ResultOmitted
 		return res, true, nil
 	case errors.Is(err, ErrLeaseLost):
-		g.pending.remove(skey)
+		g.owed.remove(skey)
 		return Result{}, false, nil
 	default:
-		g.pending.put(skey, r)
-		res.Outcome, res.Value, res.ResultOmitted = Unconfirmed, slices.Clone(r.value), r.completion.ResultOmitted
+		g.owed.put(skey, r, g.opts.now())
+		res.Outcome, res.Value, res.ResultOmitted = Unconfirmed, slices.Clone(r.completion.Result), r.completion.ResultOmitted
 		return res, true, fmt.Errorf("idem: complete %s (attempt %d, owed): %w: %w", skey, r.attempts, ErrUnconfirmed, storeError(err))
 	}
 }
