@@ -25,14 +25,21 @@
 //     (or in a later batch of the same process) does not run it again: the
 //     Guard owes the receipt and writes it instead.
 //   - Records run concurrently, at most WithConcurrency at a time, except
-//     that records with the same key run one after the other: a copy in the
-//     same batch is then a Duplicate at once, not an InProgress that comes
-//     back after the visibility timeout. An error or a panic in one record
-//     fails that record only (and the later records of its key, unrun).
+//     that records with the same key run one after the other, on a FIFO
+//     queue too when they are in different message groups (record.go): a
+//     copy in the same batch is then a Duplicate at once, not an InProgress
+//     that comes back after the visibility timeout. An error or a panic in
+//     one record fails that record only, and on a standard queue the later
+//     records of its key unrun (ErrGroupFailed), except one on its last
+//     receive (WithMaxReceiveCount): it runs, rather than go to the
+//     dead-letter queue unrun. A panic in the record hook or in the Tracer
+//     is logged at ERROR and fails no record.
 //   - FIFO queues (an event source ARN ending in ".fifo"): the records of one
 //     message group run in order, one at a time; after a failure the rest of
-//     the group is failed without running, so a later message never
-//     overtakes an earlier one. Other groups go on.
+//     the group is failed without running (ErrGroupFailed), so a later
+//     message never overtakes an earlier one. That includes a record on its
+//     last receive: it goes to the dead-letter queue unrun, order before
+//     everything. Other groups go on.
 //   - Handle keeps a little of the invocation for itself (a tenth of the
 //     time left, at most 250 ms): every record's work, a receipt retried
 //     until the deadline included, ends before it, so that the batch
@@ -44,10 +51,17 @@
 //     within the invocation instead of failing into the dead-letter queue,
 //     and when the holder's lease ends too late for that, WithRequeue sends
 //     it to its queue again as a new message delayed until then, and the
-//     record is done (RecordResult.Requeued; standard queues only). So the
-//     dead-letter queue holds poison, malformed and truly failing messages,
-//     not copies of an effect that happened. A requeue that fails leaves
-//     the record failed, as without it: a message is never dropped. And
+//     record is done (RecordResult.Requeued; standard queues only). The
+//     copy carries the id of the message it copies (MessageIDAttribute),
+//     which MessageID keys it by (OriginalMessageID): a new message id is
+//     not a new key. A message is requeued at most MaxRequeues times
+//     (RequeuesAttribute); a count it carries that is not a Number from 0
+//     to MaxRequeues counts as the bound reached, and a message without
+//     room for the two attributes (SQS allows 10) is not requeued
+//     (requeue.go). So the dead-letter queue holds poison, malformed and
+//     truly failing messages, not copies of an effect that happened. A
+//     requeue that fails or is refused leaves the record failed, as
+//     without it, the reason logged: a message is never dropped. And
 //     with WithDelete a record done on its last receive has its message
 //     deleted at once, so that an invocation that dies afterwards (another
 //     record of the batch crashing it) does not send it to the DLQ.
@@ -65,7 +79,9 @@
 //
 // WithTracer follows each batch and record, e.g. as OpenTelemetry spans
 // (the module pkg/idem/otelidem): the effect runs under the record's
-// context, so its own calls are children of the record's span.
+// context, so its own calls are children of the record's span. A Tracer
+// that panics is logged at ERROR ("tracer panicked") and the batch or record
+// goes on untraced (tracer.go).
 //
 // # Why a payload mismatch fails the record
 //

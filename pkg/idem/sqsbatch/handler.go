@@ -22,8 +22,10 @@ var (
 	// function; the record fails.
 	ErrPanic = errors.New("sqsbatch: panic")
 	// ErrGroupFailed: an earlier record of the same unit (the same FIFO
-	// message group, or on a standard queue the same key)
-	// failed in this batch, so this one was not run (it would overtake it).
+	// message group, or on a standard queue the same key) failed in this
+	// batch, so this one was not run (it would overtake it). On a standard
+	// queue a record on its last receive (WithMaxReceiveCount) runs anyway,
+	// rather than go to the dead-letter queue unrun.
 	ErrGroupFailed = errors.New("sqsbatch: an earlier record of the same group or key failed")
 )
 
@@ -211,20 +213,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (resp events.S
 	}
 	ctx, cancel := withResponseTime(ctx)
 	defer cancel()
-	if h.opts.tracer != nil {
-		var end func(events.SQSEventResponse, error)
-		ctx, end = h.opts.tracer.Batch(ctx, ev)
-		defer func() { end(resp, err) }()
-	}
 	log := h.opts.logger
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		log = log.With(slog.String("request_id", lc.AwsRequestID))
 	}
+	ctx, end := h.traceBatch(ctx, log, ev)
+	defer func() { end(resp, err) }()
 
-	keys := make([]keyed, len(ev.Records))
-	for i, msg := range ev.Records {
-		keys[i].key, keys[i].err = h.keyOf(msg)
-	}
+	keys := h.keysOf(ev.Records)
 	// A unit runs on one worker, in order: the records of one key on a
 	// standard queue, so that a copy in the same batch is a Duplicate at
 	// once rather than an InProgress that comes back after the visibility

@@ -74,7 +74,7 @@ const lastWaits = 3
 // lease end. It returns the outcome in force.
 func (h *Handler) inProgress(ctx context.Context, log *slog.Logger, msg events.SQSMessage, res idem.Result, err error,
 	run func() (idem.Result, error)) (_ idem.Result, requeued bool, _ error) {
-	if h.opts.maxReceives > 0 && receiveCount(msg) >= h.opts.maxReceives {
+	if h.lastReceive(msg) {
 		// When the copy can be requeued, it waits only if it will still
 		// have time to run after the holder: twice the Guard's margin (the
 		// margin, and as much for the effect); otherwise it is requeued,
@@ -119,6 +119,12 @@ func sleepUntil(ctx context.Context, t time.Time, after time.Duration) bool {
 	case <-timer.C:
 		return true
 	}
+}
+
+// lastReceive reports whether msg is on its last receive (WithMaxReceiveCount):
+// failed, it would go to the dead-letter queue.
+func (h *Handler) lastReceive(msg events.SQSMessage) bool {
+	return h.opts.maxReceives > 0 && receiveCount(msg) >= h.opts.maxReceives
 }
 
 // receiveCount is the message's ApproximateReceiveCount, 0 when unknown.

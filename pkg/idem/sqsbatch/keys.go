@@ -22,11 +22,26 @@ type KeyFunc func(events.SQSMessage) (string, error)
 // MessageID keys records by their SQS message id. It catches redeliveries of
 // one message by SQS, not a producer sending the same work twice: prefer a
 // business id (Attribute, JSONField) when there is one.
+//
+// The id is OriginalMessageID's: a copy requeued by WithRequeue is a new
+// message with a new id, and keyed by that it would run the effect a second
+// time. A KeyFunc of your own that derives the key from the message id must
+// read it with OriginalMessageID too.
 func MessageID(msg events.SQSMessage) (string, error) {
-	if msg.MessageId == "" {
+	id := OriginalMessageID(msg)
+	if id == "" {
 		return "", fmt.Errorf("%w: empty message id", ErrNoKey)
 	}
-	return msg.MessageId, nil
+	return id, nil
+}
+
+// OriginalMessageID is the id of the message msg copies, when WithRequeue
+// sent it (its MessageIDAttribute, a non-empty String), else msg's own id.
+func OriginalMessageID(msg events.SQSMessage) string {
+	if a, ok := msg.MessageAttributes[MessageIDAttribute]; ok && a.DataType == "String" && a.StringValue != nil && *a.StringValue != "" {
+		return *a.StringValue
+	}
+	return msg.MessageId
 }
 
 // Attribute keys records by the message attribute name, of data type String

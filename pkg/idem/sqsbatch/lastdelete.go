@@ -43,7 +43,7 @@ func WithDelete(d Deleter) Option {
 
 // deleteIfLast deletes msg at once when it is done on its last receive.
 func (h *Handler) deleteIfLast(ctx context.Context, log *slog.Logger, msg events.SQSMessage, r RecordResult) {
-	if h.opts.deleter == nil || r.Failed || h.opts.maxReceives == 0 || receiveCount(msg) < h.opts.maxReceives {
+	if h.opts.deleter == nil || r.Failed || !h.lastReceive(msg) {
 		return
 	}
 	if err := h.opts.deleter.Delete(ctx, msg); err != nil {

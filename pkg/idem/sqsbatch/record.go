@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -21,6 +22,9 @@ import (
 type keyed struct {
 	key string
 	err error
+	// lock is shared by the records of the batch with this key, so that
+	// they run one after the other whatever their unit (runRecord).
+	lock *sync.Mutex
 }
 
 // keyOf runs the key function; a panic in it fails that record only.
@@ -35,6 +39,24 @@ func (h *Handler) keyOf(msg events.SQSMessage) (key string, err error) {
 		err = fmt.Errorf("%w: empty key", ErrNoKey)
 	}
 	return key, err
+}
+
+// keysOf runs the key function on every record, and gives the records of
+// one key one lock.
+func (h *Handler) keysOf(records []events.SQSMessage) []keyed {
+	keys := make([]keyed, len(records))
+	locks := make(map[string]*sync.Mutex)
+	for i, msg := range records {
+		keys[i].key, keys[i].err = h.keyOf(msg)
+		if keys[i].err != nil {
+			continue
+		}
+		if locks[keys[i].key] == nil {
+			locks[keys[i].key] = new(sync.Mutex)
+		}
+		keys[i].lock = locks[keys[i].key]
+	}
+	return keys
 }
 
 // isFIFO reports whether msg comes from a FIFO queue (its ARN ends in ".fifo").
@@ -71,7 +93,13 @@ func split(records []events.SQSMessage, keys []keyed) [][]int {
 func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
 	groupFailed := false
 	for _, i := range unit {
-		if groupFailed {
+		// After a failure, the rest of a FIFO group is skipped: it would
+		// overtake the failed record. On a standard queue the rest of the
+		// unit are copies of the failed record's key, skipped but for one
+		// on its last receive: skipped, it would go to the dead-letter queue
+		// unrun; run, it takes the failed record over, or meets its holder
+		// and waits or is requeued (inProgress).
+		if groupFailed && (isFIFO(records[i]) || !h.lastReceive(records[i])) {
 			r := RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
 			results[i] = r
 			h.done(ctx, log, r)
@@ -104,11 +132,8 @@ func (h *Handler) callHook(ctx context.Context, log *slog.Logger, r RecordResult
 }
 
 func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQSMessage, k keyed) (r RecordResult) {
-	if h.opts.tracer != nil {
-		var end func(RecordResult)
-		ctx, end = h.opts.tracer.Record(ctx, msg)
-		defer func() { end(r) }() // last: after the log line and the hook
-	}
+	ctx, end := h.traceRecord(ctx, log, msg)
+	defer func() { end(r) }() // last: after the log line and the hook
 	// Logged and passed to the hook under the record's context (its span),
 	// after the recover below has set r.
 	defer func() { h.done(ctx, log, r) }()
@@ -119,6 +144,14 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	}
 	key := k.key
 	r.Key = key
+
+	// Copies of one key in two units (FIFO message groups) would otherwise
+	// run at once: the second would meet the first's lease, InProgress, and
+	// fail, into the dead-letter queue on its last receive, although the
+	// effect happened. After the first, it is a Duplicate. A worker holds
+	// one key at a time, so the waits cannot deadlock.
+	k.lock.Lock()
+	defer k.lock.Unlock()
 
 	// A panic in the effect (the Guard releases the record and re-raises
 	// it) stops here, so it fails this record only.

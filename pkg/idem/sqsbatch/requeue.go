@@ -33,8 +33,14 @@ type Requeue interface {
 
 // RequeuesAttribute is the message attribute counting how often a message
 // was requeued (a Number). A message requeued MaxRequeues times fails as
-// it would without WithRequeue.
+// it would without WithRequeue, and so does one whose count is not a
+// decimal Number from 0 to MaxRequeues: a producer cannot lift the bound.
 const RequeuesAttribute = "sqsidem-requeues"
+
+// MessageIDAttribute is the message attribute a requeued copy carries the
+// id of the message it copies in (a String; a copy of a copy keeps the
+// first id), so that MessageID keys it as that message (OriginalMessageID).
+const MessageIDAttribute = "sqsidem-message-id"
 
 // MaxRequeues bounds how often one message is requeued: a holder that
 // keeps its key for so long is not one to keep waiting for.
@@ -50,7 +56,9 @@ const maxAttributes = 10
 // WithRequeue sends a copy on its last receive (WithMaxReceiveCount) that
 // meets InProgress, and cannot wait for the holder within the invocation,
 // to its queue again, delayed until the holder's lease ends; the record
-// is then done (RecordResult.Requeued). Standard queues only: FIFO queues
+// is then done (RecordResult.Requeued). The copy carries RequeuesAttribute
+// and MessageIDAttribute; a message without room for both (SQS allows 10
+// message attributes) is not requeued. Standard queues only: FIFO queues
 // have no per-message delay, and a resent message would leave its group's
 // order. Default: none (the copy fails into the dead-letter queue).
 func WithRequeue(r Requeue) Option {
@@ -99,22 +107,44 @@ func toRequeue(msg events.SQSMessage, leaseUntil, now time.Time) (events.SQSMess
 	if delay > MaxDelay {
 		return msg, 0, fmt.Sprintf("the holder's lease ends in %s, after SQS's longest delay (%s)", delay, MaxDelay)
 	}
-	n := 0
-	if a, ok := msg.MessageAttributes[RequeuesAttribute]; ok && a.StringValue != nil {
-		n, _ = strconv.Atoi(*a.StringValue)
+	n, ok := requeueCount(msg)
+	if !ok {
+		return msg, 0, fmt.Sprintf("invalid requeue count: %s is not a Number from 0 to %d", RequeuesAttribute, MaxRequeues)
 	}
 	if n >= MaxRequeues {
 		return msg, 0, fmt.Sprintf("requeued %d times already", n)
 	}
+	id := OriginalMessageID(msg)
 	attrs := maps.Clone(msg.MessageAttributes)
 	if attrs == nil {
 		attrs = map[string]events.SQSMessageAttribute{}
 	}
 	count := strconv.Itoa(n + 1)
 	attrs[RequeuesAttribute] = events.SQSMessageAttribute{DataType: "Number", StringValue: &count}
+	// Always, whatever the KeyFunc: the handler cannot tell whether a key
+	// of the user's own derives from the message id, and a copy under a
+	// new id would run the effect again.
+	attrs[MessageIDAttribute] = events.SQSMessageAttribute{DataType: "String", StringValue: &id}
 	if len(attrs) > maxAttributes {
-		return msg, 0, fmt.Sprintf("it has %d message attributes, and SQS allows %d", len(msg.MessageAttributes), maxAttributes)
+		return msg, 0, fmt.Sprintf("it has %d message attributes, and SQS allows %d with the %s and %s a copy carries",
+			len(msg.MessageAttributes), maxAttributes, RequeuesAttribute, MessageIDAttribute)
 	}
 	msg.MessageAttributes = attrs
 	return msg, delay, ""
+}
+
+// requeueCount is how often msg was requeued, 0 when it carries no count;
+// false when its count is not a decimal Number from 0 to MaxRequeues. It
+// comes from the message, that is from anyone who can send to the queue, so
+// nothing but a count this package could have written is trusted.
+func requeueCount(msg events.SQSMessage) (int, bool) {
+	a, ok := msg.MessageAttributes[RequeuesAttribute]
+	if !ok {
+		return 0, true
+	}
+	if a.DataType != "Number" || a.StringValue == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(*a.StringValue)
+	return n, err == nil && n >= 0 && n <= MaxRequeues
 }

@@ -220,3 +220,33 @@ func TestRequeuedRatherThanRunOutOfTime(t *testing.T) {
 		t.Fatalf("failures %v, requeued %d after %s; want it requeued at once", failures(resp), len(r.sent), time.Since(start))
 	}
 }
+
+// TestInvalidRequeueCount: a requeue count the producer set out of
+// [0, MaxRequeues], or that is no decimal Number, cannot widen the bound: it
+// counts as the limit reached, and the message is not requeued.
+func TestInvalidRequeueCount(t *testing.T) {
+	for _, tc := range []struct{ name, dataType, value string }{
+		{"negative", "Number", "-999"},
+		{"garbage", "Number", "many"},
+		{"huge", "Number", "99999999999999999999"},
+		{"huge negative", "Number", "-99999999999999999999"},
+		{"over the limit", "Number", "4"},
+		{"fraction", "Number", "0.5"},
+		{"not a Number", "String", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := msg("m1", "order-1", "b")
+			v := tc.value
+			m.MessageAttributes[sqsbatch.RequeuesAttribute] = events.SQSMessageAttribute{DataType: tc.dataType, StringValue: &v}
+			var r requeues
+			var logs bytes.Buffer
+			resp, _ := lastReceiveLogged(t, &r, m, slog.New(slog.NewTextHandler(&logs, nil)))
+			if len(resp.BatchItemFailures) != 1 || len(r.sent) != 0 {
+				t.Fatalf("failures %v, requeued %v; want the record failed, nothing sent", failures(resp), r.sent)
+			}
+			if !strings.Contains(logs.String(), `msg="record not requeued" message_id=m1 reason="invalid requeue count`) {
+				t.Fatalf("log %q, want the reason: invalid requeue count", logs.String())
+			}
+		})
+	}
+}

@@ -1,8 +1,12 @@
 package sqsbatch_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -72,5 +76,58 @@ func TestTracerSeesBatchAndRecords(t *testing.T) {
 	}
 	if len(effectSpans) != 1 || effectSpans[0] != "m1" {
 		t.Fatalf("the effect ran under %v, want the record's context (m1)", effectSpans)
+	}
+}
+
+// panicky is a Tracer that panics in one place: "batch", "batch end",
+// "record" or "record end".
+type panicky struct{ where string }
+
+func (p panicky) Batch(ctx context.Context, _ events.SQSEvent) (context.Context, func(events.SQSEventResponse, error)) {
+	if p.where == "batch" {
+		panic("tracer bug in Batch")
+	}
+	return ctx, func(events.SQSEventResponse, error) {
+		if p.where == "batch end" {
+			panic("tracer bug in the batch's end")
+		}
+	}
+}
+
+func (p panicky) Record(ctx context.Context, _ events.SQSMessage) (context.Context, func(sqsbatch.RecordResult)) {
+	if p.where == "record" {
+		panic("tracer bug in Record")
+	}
+	return ctx, func(sqsbatch.RecordResult) {
+		if p.where == "record end" {
+			panic("tracer bug in the record's end")
+		}
+	}
+}
+
+// TestTracerPanics: a Tracer that panics is logged, and the batch goes on
+// untraced: the response lists exactly the failed records, and every effect
+// ran once.
+func TestTracerPanics(t *testing.T) {
+	for _, where := range []string{"batch", "batch end", "record", "record end"} {
+		t.Run(where, func(t *testing.T) {
+			var logs bytes.Buffer
+			var ran atomic.Int32
+			h, err := sqsbatch.New(newGuard(t, idemtest.NewMemoryStore()), sqsbatch.Attribute("id"),
+				func(context.Context, string, events.SQSMessage) ([]byte, error) { ran.Add(1); return nil, nil },
+				sqsbatch.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), sqsbatch.WithTracer(panicky{where}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+				msg("m1", "k1", "b"), msg("m2", "", "b"), msg("m3", "k2", "b"), msg("m4", "k1", "b"),
+			}})
+			if err != nil || !equal(failures(resp), []string{"m2"}) || ran.Load() != 2 {
+				t.Fatalf("failures %v, %v, effects %d; want only m2 failed, 2 effects", failures(resp), err, ran.Load())
+			}
+			if !strings.Contains(logs.String(), `"level":"ERROR","msg":"tracer panicked"`) {
+				t.Fatalf("log:\n%s\nwant an ERROR line: tracer panicked", logs.String())
+			}
+		})
 	}
 }
