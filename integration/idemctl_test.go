@@ -66,7 +66,8 @@ func TestIdemctl(t *testing.T) {
 	before := w.snapshot(ctx, t)
 
 	// inspect: every state, and each key's messages in the DLQ.
-	w.show(ctx, t, "inspect", "done-1", "unconf-1", "poison-1", "notdone-1")
+	// notdone-1 has no record: inspect prints every key, then exits 1.
+	w.showExit(ctx, t, 1, "inspect", "done-1", "unconf-1", "poison-1", "notdone-1")
 	var in struct {
 		DLQ struct {
 			Checked, Complete bool
@@ -78,7 +79,7 @@ func TestIdemctl(t *testing.T) {
 			DLQMessages            []struct{ MessageID string }
 		}
 	}
-	w.json(ctx, t, &in, append([]string{"inspect"}, all...)...)
+	w.jsonExit(ctx, t, 1, &in, append([]string{"inspect"}, all...)...)
 	wantStates := map[string]string{
 		"done-1": "completed", "done-2": "completed", "notdone-1": "absent", "failed-1": "failed", "poison-1": "failed",
 		"inprog-1": "in-progress", "unconf-1": "unconfirmed", "unconf-2": "unconfirmed", "unconf-3": "unconfirmed", "expired-1": "expired",
@@ -405,9 +406,16 @@ func (w *cliWorld) run(ctx context.Context, t *testing.T, env []string, args ...
 // output of the runbook.
 func (w *cliWorld) show(ctx context.Context, t *testing.T, args ...string) {
 	t.Helper()
+	w.showExit(ctx, t, 0, args...)
+}
+
+// showExit is show of a command that must exit with code (inspect of a key
+// without a record: 1, after printing every key).
+func (w *cliWorld) showExit(ctx context.Context, t *testing.T, code int, args ...string) {
+	t.Helper()
 	r := w.run(ctx, t, w.env, args...)
-	if r.code != 0 {
-		t.Fatalf("idemctl %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	if r.code != code {
+		t.Fatalf("idemctl %s: exit %d, want %d\n%s%s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}
 	t.Logf("$ idemctl %s\n%s", strings.Join(args, " "), r.stdout)
 }
@@ -415,9 +423,15 @@ func (w *cliWorld) show(ctx context.Context, t *testing.T, args ...string) {
 // json runs a command with --output json that must succeed into v.
 func (w *cliWorld) json(ctx context.Context, t *testing.T, v any, args ...string) {
 	t.Helper()
+	w.jsonExit(ctx, t, 0, v, args...)
+}
+
+// jsonExit is json of a command that must exit with code.
+func (w *cliWorld) jsonExit(ctx context.Context, t *testing.T, code int, v any, args ...string) {
+	t.Helper()
 	r := w.run(ctx, t, w.env, append(args, "--output", "json")...)
-	if r.code != 0 {
-		t.Fatalf("idemctl %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+	if r.code != code {
+		t.Fatalf("idemctl %s: exit %d, want %d: %s", strings.Join(args, " "), r.code, code, r.stderr)
 	}
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, r.stdout)

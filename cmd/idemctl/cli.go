@@ -100,7 +100,11 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return usagef("no command: one of %s (idemctl -h)", strings.Join(names(), ", "))
 	}
 	if rest[0] == "help" {
-		a.usage(a.out, find(rest[1:]...))
+		cmd := find(rest[1:]...)
+		if cmd == nil && len(rest) > 1 {
+			return usagef("unknown command %q: one of %s", rest[1], strings.Join(names(), ", "))
+		}
+		a.usage(a.out, cmd)
 		return flag.ErrHelp
 	}
 	cmd := find(rest[0])
@@ -184,7 +188,7 @@ func (a *app) usage(w io.Writer, cmd *command) {
 		}
 		fmt.Fprint(w, "\nGlobal flags:\n")
 		printFlags(w, a.flagSet("idemctl"))
-		fmt.Fprint(w, "\nExit codes: 0 done, 1 an error at run time (nothing changed unless said), 2 a wrong command line.\n")
+		fmt.Fprint(w, "\nExit codes: 0 done; 1 an error at run time or a KEY without a record, with nothing written (redrive prints what it did before); 2 a wrong command line.\n")
 		return
 	}
 	fmt.Fprintf(w, "Usage: idemctl %s\n\n%s\n\nFlags of %s:\n", strings.TrimSpace(cmd.name+" [flags] "+cmd.args), cmd.summary, cmd.name)

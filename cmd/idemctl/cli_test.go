@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUsageErrors: a wrong command line is one line on stderr, exit 2,
@@ -98,5 +99,54 @@ func TestOneLine(t *testing.T) {
 	}
 	if exitCode(err) != exitUsage || exitCode(errNotFound) != exitRuntime || exitCode(nil) != exitOK {
 		t.Error("exit codes")
+	}
+}
+
+// TestExitCodes: each cause the documentation (doc.go, the usage text,
+// RUNBOOK.md's "For scripts") gives an exit code for, run. 0 done; 1 an
+// error at run time, or a key without a record; 2 a wrong command line.
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		code  int
+		setup func(h *harness)
+		args  []string
+	}{
+		{"inspect", exitOK, nil, []string{"inspect", "done"}},
+		{"list", exitOK, nil, []string{"list"}},
+		{"stats", exitOK, nil, []string{"stats"}},
+		{"redrive", exitOK, nil, []string{"redrive"}},
+		{"resolve: nothing to write", exitOK, nil, []string{"resolve", "done", "--done", "--yes"}},
+		{"help", exitOK, nil, []string{"help", "inspect"}},
+
+		{"unknown stack", exitRuntime, nil, []string{"stats", "--stack", "nope"}},
+		{"unknown table", exitRuntime, func(h *harness) { h.ddb.desc = nil }, []string{"inspect", "done"}},
+		{"not a receipt table", exitRuntime, func(h *harness) { h.ddb = newFakeDynamo(testTable, "id") }, []string{"list"}},
+		{"unknown queue", exitRuntime, nil, []string{"inspect", "done", "--dlq-url", fakeAccount + "nope"}},
+		{"inspect: unknown key", exitRuntime, nil, []string{"inspect", "done", "never"}},
+		{"resolve: unknown key", exitRuntime, nil, []string{"resolve", "never", "--done", "--yes"}},
+		{"no credentials", exitRuntime, func(h *harness) { h.connectErr = errNoCredentials }, []string{"list"}},
+		{"write refused", exitRuntime, nil, []string{"resolve", "done", "--not-done", "--yes"}},
+		{"the operator says no", exitRuntime, func(h *harness) { h.inTTY, h.stdin = true, "n\n" }, []string{"resolve", "stuck", "--done"}},
+		{"redrive: moves not done", exitRuntime, func(h *harness) {
+			h.sqs.add(h.dlqURL, body("new", 0), h.now, nil)
+			h.sqs.fail["SendMessage"] = errFake
+		}, []string{"redrive"}},
+
+		{"unknown command", exitUsage, nil, []string{"drain"}},
+		{"help for an unknown command", exitUsage, nil, []string{"help", "drain"}},
+		{"no KEY", exitUsage, nil, []string{"inspect"}},
+		{"no terminal to confirm on", exitUsage, nil, []string{"resolve", "stuck", "--done"}},
+	} {
+		h := newHarness(t)
+		h.put("done", h.completed("done"))
+		h.put("stuck", h.inProgress("stuck", -time.Minute))
+		if tc.setup != nil {
+			tc.setup(h)
+		}
+		args := append([]string{"--stack", testStack}, tc.args...)
+		if code := h.run(args...); code != tc.code {
+			t.Errorf("%s: idemctl %q exits %d, want %d: %s", tc.name, tc.args, code, tc.code, h.errOut.String())
+		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 // the DLQ, so hiding its messages for seconds disturbs nobody; if idemctl
 // dies meanwhile they come back by themselves when the hold ends. Each
 // receive raises a message's ApproximateReceiveCount, which matters only
-// on a queue with a redrive policy (refused, see receivable). The source
+// on a queue with a redrive policy (refused, see receivable) — and to
+// whoever reads the count: the DLQ's reads are in it with the consumer's
+// receives, so the reader counts its own (message.reads). The source
 // queue is never received from: there a receive counts towards
 // maxReceiveCount and would push messages into the DLQ.
 
@@ -43,9 +45,12 @@ const (
 type message struct {
 	id, handle, body string
 	sentAt           time.Time
-	receives         int
-	attrs            map[string]sqstypes.MessageAttributeValue
-	system           map[string]string
+	// receives is SQS's ApproximateReceiveCount as this read returned it,
+	// 0 when it gave none; reads are this run's receives of the message,
+	// the one that returned it included, which are among receives.
+	receives, reads int
+	attrs           map[string]sqstypes.MessageAttributeValue
+	system          map[string]string
 }
 
 func fromSQS(m sqstypes.Message) message {
@@ -75,14 +80,15 @@ type reader struct {
 	sqs  SQS
 	url  string
 	hold time.Duration
-	seen map[string]bool
+	// reads counts the receives of each message id in this run.
+	reads map[string]int
 	// again are messages returned a second time (their hold ran out
 	// during a long run): not handled twice, but shown again at the end.
 	again []message
 }
 
 func newReader(c SQS, url string, hold time.Duration) *reader {
-	return &reader{sqs: c, url: url, hold: hold, seen: map[string]bool{}}
+	return &reader{sqs: c, url: url, hold: hold, reads: map[string]int{}}
 }
 
 // next returns up to limit (at most 10) messages not seen before; none
@@ -106,11 +112,12 @@ func (r *reader) next(ctx context.Context, limit int) ([]message, error) {
 		var fresh []message
 		for _, m := range out.Messages {
 			msg := fromSQS(m)
-			if r.seen[msg.id] {
+			r.reads[msg.id]++
+			msg.reads = r.reads[msg.id]
+			if msg.reads > 1 {
 				r.again = append(r.again, msg)
 				continue
 			}
-			r.seen[msg.id] = true
 			fresh = append(fresh, msg)
 		}
 		if len(fresh) > 0 {

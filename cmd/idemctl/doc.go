@@ -28,7 +28,7 @@
 //
 // # Commands
 //
-//	inspect KEY...             a key's record and what it means, and its message in the DLQ
+//	inspect KEY...             a key's record and what it means, its message in the DLQ and what redrive does with it
 //	list [--status S]          the namespace's records in one state (parallel scan)
 //	resolve KEY --done|--not-done   write the receipt, or release the record, after checking downstream
 //	redrive [--dry-run]        sort the DLQ: delete what is done, send back what is not, leave the rest
@@ -40,6 +40,14 @@
 // in-progress (lease live), unconfirmed (in progress, lease ended: the
 // effect may have run and nobody confirmed it), failed, expired (past
 // retention: counts as absent), absent.
+//
+// A message in the DLQ is not delivered again by itself: for a key whose
+// message inspect finds there, it says what redrive does with it instead
+// (sorted as redrive sorts it, with redrive's defaults). inspect reads the
+// DLQ by receiving, and SQS counts every receive, so a message's receive
+// count holds the consumer's receives, this read, and every earlier read
+// of the DLQ (inspect, stats, redrive, the console); inspect subtracts its
+// own and shows the rest as a bound: at most so many by the consumer.
 //
 // resolve reads the record, shows it, asks (on a terminal, unless --yes)
 // and writes on the condition that the record is still what it read:
@@ -79,11 +87,19 @@
 //	          queue|dlq: {url, visible, inFlight, delayed, oldestAgeSeconds, oldestSource, oldestNote}}
 //
 //	record   {key, storageKey, state, meaning, status, attempts, leaseUntil, leaseLeftSeconds,
-//	          lastError, resultBytes, resultOmitted, expiresAt, retentionLeftSeconds, updatedAt,
-//	          dlqMessages: [{messageId, sentAt, receives, body}]}
+//	          lastError, lastErrorNote, resultBytes, resultOmitted, expiresAt, retentionLeftSeconds, updatedAt,
+//	          dlqMessages: [{messageId, sentAt, receives, idemctlReceives, consumerReceivesAtMost, body,
+//	                         redrive: {class, action, reason}}]}
 //
 // Times are RFC 3339 in UTC; a field without a value is left out. key
-// appears only when typed, body only with --show-bodies. redrive's counts
+// appears only when typed, body only with --show-bodies. lastError is as
+// stored: the class the effect named with idem.Classify, or else the Go
+// types of its error ("*errors.errorString"), which lastErrorNote then
+// says, since the reason is only in the consumer's log. receives is SQS's
+// ApproximateReceiveCount as read, idemctlReceives this run's receives
+// among it, consumerReceivesAtMost the rest (absent when SQS gave no
+// count): earlier reads of the DLQ are in it too. redrive is what
+// `idemctl redrive` does with the message (inspect only). redrive's counts
 // are by class (done, not-done, malformed, poison, unconfirmed,
 // in-progress, copy, too-old), by planned action (move, delete, leave) and by what
 // was done (moved, deleted, failed). stats' oldestSource is "cloudwatch"
@@ -92,8 +108,19 @@
 //
 // # Exit codes
 //
-// 0 done; 1 an error at run time — an unknown stack, table, queue or key,
-// a table that is not a receipt table, no credentials, a write refused or
-// a record that changed — with nothing written; 2 a wrong command line.
-// Every error is one line on stderr.
+//	0  done, and resolve with nothing to write (already completed, already released)
+//	1  an error at run time: an unknown stack, table or queue; a KEY without a
+//	   record (inspect, after printing every key; resolve); a table that is not
+//	   a receipt table, a DLQ that is not the queue's or cannot be read; no
+//	   credentials, an AWS error; a write refused, a record that changed, the
+//	   operator answering no. Nothing is written, except by redrive, which
+//	   exits 1 when a move or delete failed or the run stopped, after printing
+//	   what it did.
+//	2  a wrong command line, with nothing written: an unknown command or flag,
+//	   a bad value, no KEY, a resource idemctl cannot find without a flag
+//	   (--stack, --table, --queue-url, --dlq-url, --key-field, --consumer,
+//	   --partition-value), resolve without --yes when stdin is not a terminal.
+//
+// Every error is one line on stderr. inspect with a KEY without a record,
+// and redrive, print their whole output before they exit 1.
 package main

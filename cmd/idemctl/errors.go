@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Exit codes: 0 done, 1 something found wrong while talking to AWS (or a
-// write refused), 2 the command line itself is wrong. Nothing is written
-// when either is returned before a write.
+// Exit codes (doc.go): 0 done, 1 something found wrong while talking to
+// AWS — a key without a record included — or a write refused, 2 the
+// command line itself is wrong. Nothing is written when either is
+// returned before a write.
 const (
 	exitOK      = 0
 	exitRuntime = 1

@@ -5,9 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
-
-	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // defaultMaxPeek bounds how many DLQ messages inspect and stats read.
@@ -22,7 +21,7 @@ func inspectCommand() *command {
 	var f inspectFlags
 	return &command{
 		name: "inspect", args: "KEY...",
-		summary: "what each key's record says: status, attempts, lease, error, result, retention, what it means, and whether its message is in the DLQ",
+		summary: "what each key's record says: status, attempts, lease, error, result, retention, what it means, and whether its message is in the DLQ and what redrive does with it; exits 1 when a KEY has no record",
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&f.storageKeys, "storage-key", false, "the KEYs are storage keys (namespace#sha256), as list prints them and the consumer logs them (record_key)")
 			fs.BoolVar(&f.noDLQ, "no-dlq", false, "do not look for the keys' messages in the dead-letter queue")
@@ -90,13 +89,11 @@ func (a *app) inspect(ctx context.Context, f inspectFlags, args []string) error 
 		return err
 	}
 	out.DLQ = check
-	for i := range out.Keys {
-		for _, m := range byKey[skeys[i]] {
-			out.Keys[i].DLQ = append(out.Keys[i].DLQ, a.messageView(m))
-		}
+	if err := a.attachDLQ(ctx, r, rc, out.Keys, skeys, byKey, check); err != nil {
+		return err
 	}
 	out.Now = a.now().UTC().Truncate(time.Second)
-	return a.emit(out, func(w io.Writer) {
+	err = a.emit(out, func(w io.Writer) {
 		fmt.Fprintf(w, "table %s, namespace %s, at %s\n\n", out.Table, out.Namespace, stamp(out.Now))
 		for i, v := range out.Keys {
 			a.printRecord(w, v)
@@ -104,68 +101,28 @@ func (a *app) inspect(ctx context.Context, f inspectFlags, args []string) error 
 			fmt.Fprintln(w)
 		}
 	})
+	if err != nil {
+		return err
+	}
+	return unknownKeys(out.Keys, rc)
 }
 
-// dlqByKey reads the DLQ and groups its messages by storage key, when it
-// can: it needs the DLQ and the key field.
-func (a *app) dlqByKey(ctx context.Context, rc *receipts, r resources, f inspectFlags) (map[string][]message, dlqCheck, error) {
-	check := dlqCheck{URL: r.dlqURL}
-	switch {
-	case f.noDLQ:
-		check.Note = "not checked (--no-dlq)"
-		return nil, check, nil
-	case r.dlqURL == "":
-		check.Note = "not checked: no dead-letter queue (--stack or --dlq-url)"
-		return nil, check, nil
-	case r.keyField == "":
-		check.Note = fmt.Sprintf("not checked: no key field (the stack's %s output, or --key-field)", consumer.OutputKey)
-		return nil, check, nil
-	}
-	dlq, err := a.openQueue(ctx, r.dlqURL, "--dlq-url")
-	if err != nil {
-		return nil, check, err
-	}
-	msgs, complete, err := a.peek(ctx, dlq, f.maxPeek)
-	if err != nil {
-		return nil, check, err
-	}
-	check.Checked, check.Complete, check.Read = true, complete, len(msgs)
-	keyOf := consumer.KeyField(r.keyField)
-	byKey := map[string][]message{}
-	for _, m := range msgs {
-		if key, err := keyOf(m.event()); err == nil {
-			skey := rc.guard.StorageKey(key)
-			byKey[skey] = append(byKey[skey], m)
+// unknownKeys is errNotFound (exit 1) when a key has no record: "an
+// unknown key", as for resolve, once every key has been printed. An
+// expired record is a known key.
+func unknownKeys(keys []recordView, rc *receipts) error {
+	var absent []string
+	for _, v := range keys {
+		if v.State == stateAbsent {
+			absent = append(absent, orDefault(v.Key, v.StorageKey))
 		}
 	}
-	return byKey, check, nil
-}
-
-// inDLQ says whether a key's message is in the DLQ, and how sure that is.
-func inDLQ(found []messageView, check dlqCheck, now time.Time) string {
-	if !check.Checked {
-		return check.Note
+	switch len(absent) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%w: no record for %s in namespace %s of table %s (check the key, --namespace and --plain-keys)", errNotFound, absent[0], rc.namespace, rc.table)
 	}
-	if len(found) == 0 {
-		if check.Complete {
-			return fmt.Sprintf("no (read all %d messages)", check.Read)
-		}
-		return fmt.Sprintf("not among the first %d messages read (--max-peek)", check.Read)
-	}
-	const listed = 3
-	s := fmt.Sprintf("yes, %d message(s):", len(found))
-	for _, m := range found[:min(listed, len(found))] {
-		sent := "-"
-		if m.SentAt != nil {
-			sent = relative(now, *m.SentAt)
-		}
-		s += fmt.Sprintf(" %s (sent %s, %d receives)", m.MessageID, sent, m.Receives)
-		if m.Body != nil {
-			s += fmt.Sprintf(" body %q", *m.Body)
-		}
-	}
-	if len(found) > listed {
-		s += fmt.Sprintf(" and %d more (--output json lists them)", len(found)-listed)
-	}
-	return s
+	return fmt.Errorf("%w: no record for %d of %d keys (%s) in namespace %s of table %s (check the keys, --namespace and --plain-keys)",
+		errNotFound, len(absent), len(keys), strings.Join(absent, ", "), rc.namespace, rc.table)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +15,29 @@ type inspectOut struct {
 		Note              string
 	}
 	Keys []struct {
-		Key, StorageKey, State, Meaning, Status, LastError string
-		Attempts, ResultBytes                              int
-		LeaseLeftSeconds, RetentionLeftSeconds             *int64
-		DLQMessages                                        []struct {
-			MessageID string
-			Receives  int
-			Body      *string
+		Key, StorageKey, State, Meaning, Status, LastError, LastErrorNote string
+		Attempts, ResultBytes                                             int
+		LeaseLeftSeconds, RetentionLeftSeconds                            *int64
+		DLQMessages                                                       []struct {
+			MessageID                 string
+			Receives, IdemctlReceives int
+			ConsumerReceivesAtMost    *int
+			Body                      *string
+			Redrive                   *struct{ Class, Action, Reason string }
 		}
 	}
+}
+
+// inspect runs inspect with --stack and --output json, whatever its exit
+// code (a key without a record exits 1), and decodes what it printed.
+func (h *harness) inspect(args ...string) (inspectOut, int) {
+	h.t.Helper()
+	code := h.run(append(append([]string{"inspect"}, args...), "--stack", testStack, "--output", "json")...)
+	var out inspectOut
+	if err := json.Unmarshal(h.out.Bytes(), &out); err != nil {
+		h.t.Fatalf("inspect %v: exit %d, %v\n%s%s", args, code, err, h.out.String(), h.errOut.String())
+	}
+	return out, code
 }
 
 // TestInspect: every state in one call, each key's messages found in the
@@ -40,8 +55,10 @@ func TestInspect(t *testing.T) {
 	h.sqs.add(h.dlqURL, body("stuck", 0), h.now, nil)
 	h.sqs.add(h.dlqURL, "<xml/>", h.now, nil)
 
-	var out inspectOut
-	h.ok(&out, "inspect", "done", "busy", "stuck", "broken", "old", "never")
+	out, code := h.inspect("done", "busy", "stuck", "broken", "old", "never")
+	if code != exitRuntime || !strings.Contains(h.errOut.String(), "no record for never") {
+		t.Errorf("a key without a record: exit %d, %s", code, h.errOut.String())
+	}
 	if !out.DLQ.Checked || !out.DLQ.Complete || out.DLQ.MessagesRead != 4 || out.DLQ.URL != h.dlqURL {
 		t.Fatalf("DLQ: %+v", out.DLQ)
 	}
@@ -96,6 +113,7 @@ func TestInspectTable(t *testing.T) {
 // TestInspectDLQNotChecked says why, and still answers for the record.
 func TestInspectDLQNotChecked(t *testing.T) {
 	h := newHarness(t)
+	h.put("k", h.completed("k"))
 	delete(h.cfn.stacks[testStack], "IdempotencyKey")
 	var out inspectOut
 	h.ok(&out, "inspect", "k")
@@ -133,6 +151,7 @@ func TestInspectPeekBounded(t *testing.T) {
 	for i := range 25 {
 		h.sqs.add(h.dlqURL, body("other", i), h.now, nil)
 	}
+	h.put("k", h.completed("k"))
 	var out inspectOut
 	h.ok(&out, "inspect", "k", "--max-peek", "12")
 	if out.DLQ.Complete || out.DLQ.MessagesRead != 12 {

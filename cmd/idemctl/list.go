@@ -105,6 +105,9 @@ func (a *app) list(ctx context.Context, f listFlags, args []string) error {
 			more = fmt.Sprintf(" (the oldest %d shown: --limit)", len(out.Records))
 		}
 		fmt.Fprintf(w, "%d %s record(s) in namespace %s of %s%s\n", out.Matched, f.status, rc.namespace, rc.table, more)
+		if types := goTypeErrors(out.Records); len(types) > 0 {
+			fmt.Fprintf(w, "LAST ERROR %s is %s\n", strings.Join(types, " or "), goTypeNote)
+		}
 	})
 }
 
@@ -128,4 +131,15 @@ func parseStatus(s string) (want state, stored idem.Status, err error) {
 		names = append(names, string(st))
 	}
 	return "", "", usagef("--status %q: one of %s", s, strings.Join(names, ", "))
+}
+
+// goTypeErrors are the distinct last errors of recs that are Go types.
+func goTypeErrors(recs []recordView) []string {
+	var types []string
+	for _, v := range recs {
+		if goTypeClass(v.LastError) && !slices.Contains(types, v.LastError) {
+			types = append(types, v.LastError)
+		}
+	}
+	return types
 }

@@ -140,7 +140,7 @@ func decide(v recordView, to idem.Status, rc *receipts, name string) (write bool
 		return false, "", fmt.Errorf("%w: %s has a receipt (COMPLETED): idemctl never releases a receipt, since every later copy would run the effect again", errRefused, name)
 	case stateFailed:
 		if to == idem.StatusFailed {
-			return false, "already released (FAILED): nothing written; the next delivery runs the effect", nil
+			return false, "already released (FAILED): nothing written; the next delivery runs the effect — if its message is in the DLQ, only once `idemctl redrive` sends it back", nil
 		}
 	}
 	fence := fmt.Sprintf("only if the record is still %s with lease %s…, %d attempt(s), updated %s", rec.Status, short(rec.Lease), rec.Attempts, stamp(rec.UpdatedAt))

@@ -142,9 +142,9 @@ func (s *sorter) judge(rec idem.Record, found bool, fp string, sentAt, now time.
 		return verdict{class: classUnconfirmed, reason: fmt.Sprintf("unconfirmed since %s: the effect may have run; check downstream, `idemctl resolve`, then redrive again", stamp(rec.LeaseUntil))}
 	case stateFailed:
 		if s.maxAttempts > 0 && rec.Attempts >= s.maxAttempts {
-			return verdict{class: classPoison, reason: fmt.Sprintf("failed every time it ran, %d times (last: %s): fix the cause, then redrive with --max-attempts %d", rec.Attempts, orDash(rec.LastError), rec.Attempts+1)}
+			return verdict{class: classPoison, reason: fmt.Sprintf("failed every time it ran, %d times (last: %s): fix the cause, then redrive with --max-attempts %d", rec.Attempts, lastErrorBrief(rec.LastError), rec.Attempts+1)}
 		}
-		return verdict{class: classNotDone, reason: fmt.Sprintf("failed %s (last: %s), fewer than %d: the effect did not happen", times(rec.Attempts), orDash(rec.LastError), s.maxAttempts)}
+		return verdict{class: classNotDone, reason: fmt.Sprintf("failed %s (last: %s), fewer than %d: the effect did not happen", times(rec.Attempts), lastErrorBrief(rec.LastError), s.maxAttempts)}
 	}
 	return verdict{class: classPoison, reason: fmt.Sprintf("a record with status %q, which the idem library never writes", rec.Status)}
 }

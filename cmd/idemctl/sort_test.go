@@ -36,7 +36,7 @@ func TestJudge(t *testing.T) {
 		{"receipt, same payload", rec(idem.StatusCompleted, 1, fp, -time.Hour, week), true, now, classDone, "a receipt with the same payload"},
 		{"receipt, no fingerprint", rec(idem.StatusCompleted, 1, "", -time.Hour, week), true, now, classDone, "same payload"},
 		{"receipt, another payload", rec(idem.StatusCompleted, 1, other, -time.Hour, week), true, now, classPoison, "payload mismatch"},
-		{"failed, fewer than max", rec(idem.StatusFailed, 4, fp, -time.Hour, week), true, now, classNotDone, "failed 4 times (last: *net.OpError), fewer than 5"},
+		{"failed, fewer than max", rec(idem.StatusFailed, 4, fp, -time.Hour, week), true, now, classNotDone, "failed 4 times (last: *net.OpError, a Go type: the reason is only in the consumer's log), fewer than 5"},
 		{"failed every time", rec(idem.StatusFailed, 5, fp, -time.Hour, week), true, now, classPoison, "redrive with --max-attempts 6"},
 		{"failed, another payload", rec(idem.StatusFailed, 1, other, -time.Hour, week), true, now, classNotDone, "failed once"},
 		{"lease live", rec(idem.StatusInProgress, 1, fp, time.Minute, week), true, now, classInProgress, "until 2026-11-24T02:01:00Z"},

@@ -44,28 +44,49 @@ func stateOf(rec idem.Record, found bool, now time.Time) state {
 	return stateUnknown
 }
 
+// dlqNews is what inspect found of a key's messages in the DLQ, which
+// are not delivered again by themselves: nothing (the zero value: list,
+// resolve, inspect without a whole read of the DLQ), that none is there,
+// or what `idemctl redrive` does with them (redriveSays).
+type dlqNews struct {
+	checked bool
+	redrive string
+}
+
 // meaning says in words what st means for the key and what to do next;
 // resolve is how the operator would name the key to `idemctl resolve`.
-func meaning(rec idem.Record, st state, now time.Time, resolve string) string {
+func meaning(rec idem.Record, st state, now time.Time, resolve string, dlq dlqNews) string {
 	switch st {
 	case stateAbsent:
-		return "absent: no record — the effect never started here, or its receipt expired and was deleted; a copy runs the effect"
+		return withDLQ("absent: no record — the effect never started here, or its receipt expired and was deleted; a copy runs the effect", dlq)
 	case stateExpired:
-		return fmt.Sprintf("expired %s ago (a %s record that TTL has not deleted yet): counts as absent; a copy runs the effect again", since(now, rec.ExpiresAt), rec.Status)
+		return withDLQ(fmt.Sprintf("expired %s ago (a %s record that TTL has not deleted yet): counts as absent; a copy runs the effect again", since(now, rec.ExpiresAt), rec.Status), dlq)
 	case stateCompleted:
-		return "completed: the effect happened; a copy is skipped"
+		return withDLQ("completed: the effect happened; a copy is skipped", dlq)
 	case stateInProgress:
-		return fmt.Sprintf("in progress, lease live until %s (%s left): an attempt is running the effect; a copy waits for it", stamp(rec.LeaseUntil), until(now, rec.LeaseUntil))
+		return withDLQ(fmt.Sprintf("in progress, lease live until %s (%s left): an attempt is running the effect; a copy waits for it", stamp(rec.LeaseUntil), until(now, rec.LeaseUntil)), dlq)
 	case stateUnconfirmed:
-		return fmt.Sprintf("unconfirmed: the effect may have run, its receipt was not written (lease ended %s ago); the next copy runs it again — check downstream, then `idemctl resolve %s --done` or `--not-done`", since(now, rec.LeaseUntil), resolve)
+		return withDLQ(fmt.Sprintf("unconfirmed: the effect may have run, its receipt was not written (lease ended %s ago); the next copy runs it again — check downstream, then `idemctl resolve %s --done` or `--not-done`", since(now, rec.LeaseUntil), resolve), dlq)
 	case stateFailed:
-		last := rec.LastError
-		if last == "" {
-			last = "no error recorded"
+		failed := fmt.Sprintf("failed %s (last: %s)", times(rec.Attempts), orDefault(rec.LastError, "no error recorded"))
+		switch {
+		case dlq.redrive != "":
+			return failed + "; in the DLQ, so not delivered again: " + dlq.redrive
+		case dlq.checked:
+			return failed + ": the next delivery runs it again"
 		}
-		return fmt.Sprintf("failed %s (last: %s): the next delivery runs it again", times(rec.Attempts), last)
+		return failed + ": the next delivery runs it again — if its message is in the DLQ, only once `idemctl redrive` sends it back"
 	}
-	return fmt.Sprintf("unknown status %q: not written by the idem library", rec.Status)
+	return withDLQ(fmt.Sprintf("unknown status %q: not written by the idem library", rec.Status), dlq)
+}
+
+// withDLQ is m, then what redrive does with the key's dead-lettered
+// messages, if any.
+func withDLQ(m string, dlq dlqNews) string {
+	if dlq.redrive == "" {
+		return m
+	}
+	return m + "; in the DLQ: " + dlq.redrive
 }
 
 func times(n int) string {

@@ -53,7 +53,7 @@ func TestMeaning(t *testing.T) {
 		stateUnknown:     "unknown status",
 	} {
 		rec := idem.Record{Status: idem.StatusFailed, Attempts: 3, LastError: "*net.OpError", LeaseUntil: now.Add(5 * time.Minute), ExpiresAt: now.Add(-time.Hour)}
-		if got := meaning(rec, st, now, "order-1"); !strings.Contains(got, want) {
+		if got := meaning(rec, st, now, "order-1", dlqNews{}); !strings.Contains(got, want) {
 			t.Errorf("%s: %q does not say %q", st, got, want)
 		}
 	}

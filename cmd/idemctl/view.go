@@ -22,8 +22,10 @@ type recordView struct {
 	// of the attempt that last took the record.
 	LeaseUntil       *time.Time `json:"leaseUntil,omitempty"`
 	LeaseLeftSeconds *int64     `json:"leaseLeftSeconds,omitempty"`
-	// LastError is the error class of the last failed attempt.
+	// LastError is the error class of the last failed attempt, as stored;
+	// LastErrorNote says what it is when it is a Go type, not a class.
 	LastError     string `json:"lastError,omitempty"`
+	LastErrorNote string `json:"lastErrorNote,omitempty"`
 	ResultBytes   int    `json:"resultBytes"`
 	ResultOmitted bool   `json:"resultOmitted,omitempty"`
 	// ExpiresAt is the end of retention (TTL); RetentionLeftSeconds is
@@ -36,14 +38,28 @@ type recordView struct {
 
 	rec idem.Record
 	now time.Time
+	// resolve is how the operator names the key to `idemctl resolve`.
+	resolve string
 }
 
 // messageView is a dead-lettered message; Body only with --show-bodies.
 type messageView struct {
 	MessageID string     `json:"messageId"`
 	SentAt    *time.Time `json:"sentAt,omitempty"`
-	Receives  int        `json:"receives"`
-	Body      *string    `json:"body,omitempty"`
+	// Receives is SQS's ApproximateReceiveCount, read by receiving the
+	// message: the consumer's receives, every earlier read of the DLQ
+	// (idemctl's or anyone's) and IdemctlReceives, this run's. The
+	// consumer's are at most ConsumerReceivesAtMost, absent when SQS gave
+	// no count.
+	Receives               int     `json:"receives"`
+	IdemctlReceives        int     `json:"idemctlReceives"`
+	ConsumerReceivesAtMost *int    `json:"consumerReceivesAtMost,omitempty"`
+	Body                   *string `json:"body,omitempty"`
+	// Redrive is what `idemctl redrive` does with the message (inspect).
+	Redrive *redriveVerdict `json:"redrive,omitempty"`
+
+	// deadLetterAfter is the queue's maxReceiveCount, 0 when unknown.
+	deadLetterAfter int
 }
 
 // view interprets rec (found under skey) at now; typed is the key as the
@@ -56,11 +72,11 @@ func (a *app) view(rec idem.Record, found bool, skey, typed string, now time.Tim
 		shown, resolveArg = skey, typed
 	}
 	v := recordView{
-		Key: typed, StorageKey: shown, State: st, Meaning: meaning(rec, st, now, resolveArg),
-		Status: string(rec.Status), Attempts: rec.Attempts, LastError: rec.LastError,
+		Key: typed, StorageKey: shown, State: st, Meaning: meaning(rec, st, now, resolveArg, dlqNews{}),
+		Status: string(rec.Status), Attempts: rec.Attempts, LastError: rec.LastError, LastErrorNote: lastErrorNote(rec.LastError),
 		ResultBytes: len(rec.Result), ResultOmitted: rec.ResultOmitted,
 		LeaseUntil: stampPtr(rec.LeaseUntil), ExpiresAt: stampPtr(rec.ExpiresAt), UpdatedAt: stampPtr(rec.UpdatedAt),
-		rec: rec, now: now,
+		rec: rec, now: now, resolve: resolveArg,
 	}
 	if !rec.LeaseUntil.IsZero() {
 		s := seconds(rec.LeaseUntil.Sub(now))
@@ -74,7 +90,11 @@ func (a *app) view(rec idem.Record, found bool, skey, typed string, now time.Tim
 }
 
 func (a *app) messageView(m message) messageView {
-	v := messageView{MessageID: m.id, SentAt: stampPtr(m.sentAt), Receives: m.receives}
+	v := messageView{MessageID: m.id, SentAt: stampPtr(m.sentAt), Receives: m.receives, IdemctlReceives: m.reads}
+	if m.receives > 0 {
+		n := max(0, m.receives-m.reads)
+		v.ConsumerReceivesAtMost = &n
+	}
 	if a.showBodies {
 		v.Body = &m.body
 	}
@@ -99,7 +119,11 @@ func (a *app) printRecord(w io.Writer, v recordView) {
 		// ends the lease, whatever its end said.
 		fmt.Fprintf(w, "  lease\tuntil %s\n", relative(now, rec.LeaseUntil))
 	}
-	fmt.Fprintf(w, "  last error\t%s\n", orDash(rec.LastError))
+	lastError := orDash(rec.LastError)
+	if v.LastErrorNote != "" {
+		lastError += " (" + v.LastErrorNote + ")"
+	}
+	fmt.Fprintf(w, "  last error\t%s\n", lastError)
 	fmt.Fprintf(w, "  result\t%s\n", resultSize(rec))
 	fmt.Fprintf(w, "  retention\tuntil %s\n", relative(now, rec.ExpiresAt))
 	fmt.Fprintf(w, "  updated\t%s\n", relative(now, rec.UpdatedAt))

@@ -100,14 +100,15 @@ func TestIdemctlDeployed(t *testing.T) {
 	}
 
 	keys := []string{done.Key, notdone.Key, released.Key, confirmed.Key, poison.Key}
-	cli.show(ctx, t, append([]string{"inspect"}, keys...)...)
+	// notdone has no record: inspect prints every key, then exits 1.
+	cli.showExit(ctx, t, 1, append([]string{"inspect"}, keys...)...)
 	var in struct {
 		Keys []struct {
 			Key, State  string
 			DLQMessages []struct{ MessageID string }
 		}
 	}
-	cli.json(ctx, t, &in, append([]string{"inspect"}, keys...)...)
+	cli.jsonExit(ctx, t, 1, &in, append([]string{"inspect"}, keys...)...)
 	want := map[string]string{done.Key: "completed", notdone.Key: "absent", released.Key: "unconfirmed", confirmed.Key: "unconfirmed", poison.Key: "failed"}
 	for _, k := range in.Keys {
 		if k.State != want[k.Key] || len(k.DLQMessages) == 0 {
@@ -273,24 +274,46 @@ func newStackCLI(ctx context.Context, t *testing.T, stack string) stackCLI {
 
 func (c stackCLI) run(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
+	return c.runExit(ctx, t, 0, args...)
+}
+
+// runExit runs a command that must exit with code (inspect of a key
+// without a record: 1, after printing every key).
+func (c stackCLI) runExit(ctx context.Context, t *testing.T, code int, args ...string) string {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, c.bin, append(args, "--stack", c.stack)...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("idemctl %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	if got := cmd.ProcessState.ExitCode(); got != code {
+		t.Fatalf("idemctl %s: exit %d, want %d: %s", strings.Join(args, " "), got, code, errOut.String())
 	}
 	return out.String()
 }
 
 func (c stackCLI) show(ctx context.Context, t *testing.T, args ...string) {
 	t.Helper()
-	t.Logf("$ idemctl %s --stack %s\n%s", strings.Join(args, " "), c.stack, c.run(ctx, t, args...))
+	c.showExit(ctx, t, 0, args...)
+}
+
+func (c stackCLI) showExit(ctx context.Context, t *testing.T, code int, args ...string) {
+	t.Helper()
+	t.Logf("$ idemctl %s --stack %s\n%s", strings.Join(args, " "), c.stack, c.runExit(ctx, t, code, args...))
 }
 
 func (c stackCLI) json(ctx context.Context, t *testing.T, v any, args ...string) {
 	t.Helper()
-	out := c.run(ctx, t, append(args, "--output", "json")...)
+	c.jsonExit(ctx, t, 0, v, args...)
+}
+
+func (c stackCLI) jsonExit(ctx context.Context, t *testing.T, code int, v any, args ...string) {
+	t.Helper()
+	out := c.runExit(ctx, t, code, append(args, "--output", "json")...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
