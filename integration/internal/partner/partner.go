@@ -1,0 +1,234 @@
+// Package partner is the remote system of the proof: a small HTTP
+// "partner" (a payment or SMS provider) that an effect calls with an
+// Idempotency-Key header. It records every call by key, answers whether
+// a key's effect happened, and injects the faults that make a remote
+// effect's outcome unknown: it refuses, applies and loses the reply, is
+// slow past the caller's deadline, or applies a repeat again.
+//
+// It listens on 127.0.0.1 and a free port, for the tests, the demo and the
+// chaos run; the Lambdas they start reach it at URL.
+//
+//	POST /effects        Idempotency-Key: K, any body → 200 {"key","id","applied"}
+//	GET  /effects/K      → 200 {"key","id","applied":N} when K happened, 404 otherwise
+//	GET  /effects        → 200 {"K":N, ...}: every key's count (the probes' read)
+//	GET  /stats          → 200 {"calls":N,"applied":N,"keys":N}
+package partner
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// KeyHeader is the header that carries the idempotency key.
+const KeyHeader = "Idempotency-Key"
+
+// Faults are what the partner does wrong, each a probability per call
+// (0: never, 1: always).
+type Faults struct {
+	// Refuse answers 503 without applying: nothing took place.
+	Refuse float64
+	// LoseReply applies the effect, then closes the connection without an
+	// answer: the caller sees a broken connection.
+	LoseReply float64
+	// Slow applies the effect, then waits SlowFor before answering: past
+	// the caller's deadline, the caller sees a timeout.
+	Slow    float64
+	SlowFor time.Duration
+	// Down refuses every call (503) and every lookup: the partner is out.
+	Down bool
+}
+
+// Server is the partner. Its zero value is not usable: Start one.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+
+	mu      sync.Mutex
+	honour  bool // a repeat of a key answers the first answer, without applying again
+	faults  Faults
+	rng     *rand.Rand
+	calls   map[string]int // by key: every POST
+	applied map[string]int // by key: every time the effect took place
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// IgnoreKey makes the partner apply every call, repeats included, as a
+// system without idempotency keys does: each double effect shows.
+func IgnoreKey() Option { return func(s *Server) { s.honour = false } }
+
+// WithFaults sets the faults from the start.
+func WithFaults(f Faults) Option { return func(s *Server) { s.faults = f } }
+
+// WithSeed seeds the faults' draws.
+func WithSeed(seed uint64) Option {
+	return func(s *Server) { s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+}
+
+// Start listens on 127.0.0.1 and a free port and serves until Close. By
+// default it honours the idempotency key.
+func Start(opts ...Option) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("partner: listen: %w", err)
+	}
+	s := &Server{ln: ln, honour: true, rng: rand.New(rand.NewPCG(1, 2)), calls: map[string]int{}, applied: map[string]int{}}
+	for _, opt := range opts {
+		opt(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /effects", s.post)
+	mux.HandleFunc("GET /effects/{key}", s.lookup)
+	mux.HandleFunc("GET /effects", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Applied()) })
+	mux.HandleFunc("GET /stats", s.stats)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is where the partner answers, e.g. http://127.0.0.1:41234.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Close stops the partner.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// SetFaults replaces the faults; calls under way keep theirs.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// Applied returns how many times each key's effect took place (keys never
+// applied are absent).
+func (s *Server) Applied() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.applied))
+	for k, n := range s.applied {
+		out[k] = n
+	}
+	return out
+}
+
+// Calls returns how many calls key's effect had, repeats included.
+func (s *Server) Calls(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[key]
+}
+
+// answer is the body of POST /effects and GET /effects/K.
+type answer struct {
+	Key     string `json:"key"`
+	ID      string `json:"id"`
+	Applied int    `json:"applied"`
+}
+
+func idOf(key string) string { return fmt.Sprintf("fx_%x", fnv64(key)) }
+
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// draw decides, under s.mu, which fault befalls one call.
+func (s *Server) draw() (refuse, lose bool, slow time.Duration) {
+	f := s.faults
+	if f.Down {
+		return true, false, 0
+	}
+	switch x := s.rng.Float64(); {
+	case x < f.Refuse:
+		return true, false, 0
+	case x < f.Refuse+f.LoseReply:
+		return false, true, 0
+	case x < f.Refuse+f.LoseReply+f.Slow:
+		return false, false, f.SlowFor
+	}
+	return false, false, 0
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	key := strings.TrimSpace(r.Header.Get(KeyHeader))
+	if key == "" {
+		http.Error(w, `{"error":"no Idempotency-Key"}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.calls[key]++
+	refuse, lose, slow := s.draw()
+	if refuse {
+		s.mu.Unlock()
+		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
+	if !s.honour || s.applied[key] == 0 {
+		s.applied[key]++
+	}
+	a := answer{Key: key, ID: idOf(key), Applied: s.applied[key]}
+	s.mu.Unlock()
+
+	if lose {
+		// Applied, and the reply is lost: the connection closes unanswered.
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+		panic(http.ErrAbortHandler) // the server closes the connection
+	}
+	if slow > 0 {
+		select {
+		case <-r.Context().Done():
+			return // the caller gave up: applied, unanswered
+		case <-time.After(slow):
+		}
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	s.mu.Lock()
+	down, n := s.faults.Down, s.applied[key]
+	s.mu.Unlock()
+	switch {
+	case down:
+		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+	case n == 0:
+		writeJSON(w, http.StatusNotFound, answer{Key: key})
+	default:
+		writeJSON(w, http.StatusOK, answer{Key: key, ID: idOf(key), Applied: n})
+	}
+}
+
+func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	calls, applied := 0, 0
+	for _, n := range s.calls {
+		calls += n
+	}
+	for _, n := range s.applied {
+		applied += n
+	}
+	keys := len(s.applied)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]int{"calls": calls, "applied": applied, "keys": keys})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
