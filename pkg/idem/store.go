@@ -128,7 +128,14 @@ type Store interface {
 
 	// Release marks the record FAILED with reason as LastError if it is still
 	// held by lease, and returns ErrLeaseLost otherwise. It keeps Attempts
-	// and the lease.
+	// and the lease. A FAILED record may be taken at once, so a Release
+	// whose request landed but whose response was lost can be sent again
+	// after another attempt took the record it left: the Store keeps on the
+	// record the lease of the last release that landed (acquires and
+	// commits keep it) and, when the fence fails but that lease is the
+	// caller's, returns nil and writes nothing; a Release that never landed
+	// before the record was taken (a lapsed lease, an expired receipt)
+	// returns ErrLeaseLost.
 	Release(ctx context.Context, key, lease, reason string, now time.Time) error
 
 	// Capabilities declares what the store can do.

@@ -139,7 +139,12 @@ func (s *scenario) run() {
 		}
 	}
 	s.acquire(s.acquisition("k2", "L2b", now.Add(time.Second), min, hour), true, idem.StatusInProgress)
-	if err := s.store.Release(s.ctx(), "k2", "L2", "", now); !errors.Is(err, idem.ErrLeaseLost) {
+	// L2's release sent again after L2b took the FAILED record it left: its
+	// own (the record still names L2 as released). L2x never released.
+	if err := s.store.Release(s.ctx(), "k2", "L2", "", now); err != nil {
+		t.Fatalf("Release k2 sent again after a takeover: %v", err)
+	}
+	if err := s.store.Release(s.ctx(), "k2", "L2x", "", now); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Release k2 with a lost lease: %v", err)
 	}
 

@@ -19,6 +19,7 @@
 //	resultOmitted  BOOL  the result was not kept
 //	updatedAt      N     Unix milliseconds
 //	lastError      S     what the last failed attempt left (its error's class by default)
+//	released       S     lease of the last attempt whose release landed; acquires keep it
 //
 // [WithSchema] renames the attributes. [WithCompositeKey] puts the records in
 // a table with a partition and a sort key, such as an existing single-table
@@ -35,7 +36,11 @@
 //
 // Complete and Release are conditional on the attempt's own lease (fencing):
 // an attempt whose lease was taken over gets [idem.ErrLeaseLost] and cannot
-// overwrite the new owner's record.
+// overwrite the new owner's record. A FAILED record may be taken at once,
+// so a release whose response was lost can be sent again after another
+// attempt took the record it left; the record returned with the failed
+// condition (ALL_OLD) still names the caller's lease as released, and the
+// retry is the caller's own: done, not lease lost.
 //
 // So lease mode ([idem.Guard.Do]) costs two requests per new message and one
 // per duplicate; a Guard with a cache answers repeated duplicates from

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,13 @@ type Names struct {
 	NoResult    string
 	UpdatedAt   string
 	LastError   string
+	// Released is the lease of the last attempt whose release landed. It
+	// outlives the acquires that take the record after it, so that a
+	// release sent again after another attempt took the FAILED record it
+	// left is recognised as the caller's own. Empty in a Names given to
+	// WithSchema, it is DefaultSchema's, so that schemas written before it
+	// existed keep working.
+	Released string
 }
 
 // DefaultSchema is the record layout described in the package documentation.
@@ -41,6 +49,7 @@ var DefaultSchema = Names{
 	NoResult:     "resultOmitted",
 	UpdatedAt:    "updatedAt",
 	LastError:    "lastError",
+	Released:     "released",
 }
 
 // fields lists the names with what they are called in errors.
@@ -49,8 +58,15 @@ func (n Names) fields() []struct{ field, value string } {
 		{"PartitionKey", n.PartitionKey}, {"TTL", n.TTL}, {"Status", n.Status},
 		{"Lease", n.Lease}, {"LeaseUntil", n.LeaseUntil}, {"Attempts", n.Attempts},
 		{"Fingerprint", n.Fingerprint}, {"Result", n.Result}, {"NoResult", n.NoResult},
-		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError},
+		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released},
 	}
+}
+
+// withDefaults fills in the names a schema may leave empty because they
+// were added after it was written.
+func (n Names) withDefaults() Names {
+	n.Released = cmp.Or(n.Released, DefaultSchema.Released)
+	return n
 }
 
 // DynamoDB's limits on attribute names: a key attribute's name is at most

@@ -68,7 +68,8 @@ func (s *Store) releaseExpr(shape releaseShape) expression.Builder {
 	n := s.names
 	upd := expression.
 		Set(name(n.Status), slotStatus.marker()).
-		Set(name(n.UpdatedAt), slotUpdatedAt.marker())
+		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
+		Set(name(n.Released), slotLease.marker())
 	upd = setOrRemove(upd, n.LastError, slotLastError, shape.reason)
 	return expression.NewBuilder().WithCondition(s.fencing()).WithUpdate(upd)
 }

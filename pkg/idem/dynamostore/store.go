@@ -35,7 +35,7 @@ const (
 	// the attribute names and values together.
 	maxItemBytes = 400 << 10
 	// maxValuesBytes bounds the record's values other than the result and
-	// the key: status, lease, fingerprint, four numbers, a boolean.
+	// the key: status, two leases, fingerprint, four numbers, a boolean.
 	maxValuesBytes = 512
 	// MaxPartitionValueLen is the longest fixed partition value
 	// WithCompositeKey takes.
@@ -118,6 +118,7 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if s.compositeKey != "" {
 		s.names.PartitionKey = s.compositeKey
 	}
+	s.names = s.names.withDefaults()
 	if err := s.names.validate(s.sortKey); err != nil {
 		return nil, err
 	}
@@ -301,6 +302,13 @@ type releaseShape struct{ reason bool }
 // Release implements idem.Store, fenced like Complete, with a few retries
 // of transient errors: a lost release only delays the next attempt until
 // the lease ends.
+//
+// It writes the lease as the record's Released too, which the acquires
+// that take the record after it keep. A FAILED record may be taken at
+// once, so a release whose response was lost can be sent again after
+// another attempt took the record it left: its fence then fails, DynamoDB
+// returns the record (ALL_OLD), and a Released that is this lease makes the
+// release the caller's own, done.
 func (s *Store) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
 	shape := releaseShape{reason: reason != ""}
 	x, err := s.exprs.get(shape, func() expression.Builder { return s.releaseExpr(shape) })
@@ -316,17 +324,28 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 	if err != nil {
 		return fmt.Errorf("dynamostore: release %q: %w", key, err)
 	}
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	err = s.retry(ctx, releaseTries, func(ctx context.Context) error {
 		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
 		return err
 	})
-	if err != nil {
-		if lost := leaseLost(err); lost != nil {
-			return fmt.Errorf("dynamostore: release %q: %w", key, lost)
-		}
-		return fmt.Errorf("dynamostore: release %q: %w", key, invalid(err))
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf) && s.releasedBy(ccf.Item, lease):
+		return nil
+	case leaseLost(err) != nil:
+		return fmt.Errorf("dynamostore: release %q: %w", key, leaseLost(err))
 	}
-	return nil
+	return fmt.Errorf("dynamostore: release %q: %w", key, invalid(err))
+}
+
+// releasedBy reports whether lease's release landed on item before
+// another attempt took it.
+func (s *Store) releasedBy(item map[string]types.AttributeValue, lease string) bool {
+	released, ok := item[s.names.Released].(*types.AttributeValueMemberS)
+	return ok && released.Value == lease
 }
 
 // fenced is an UpdateItem of key with x, which only succeeds while the

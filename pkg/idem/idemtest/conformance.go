@@ -65,6 +65,8 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"FencingOnStore", s.fencing},
 		{"RetriedWritesAreOwn", s.retriedWrites},
 		{"ReleaseAllowsImmediateReacquire", s.release},
+		{"RetriedReleaseAfterTakeoverIsOwn", s.releaseRetriedAfterTakeover},
+		{"ReleaseAfterTakeoverLeaseLost", s.releaseAfterTakeover},
 		{"PanicReleases", s.panics},
 		{"FingerprintMismatch", s.mismatch},
 		{"ExpiredReceiptRunsAgain", s.expired},

@@ -23,8 +23,17 @@ const MemoryMaxResultSize = 4 << 20
 // its records die with the process.
 type MemoryStore struct {
 	mu      sync.Mutex
-	records map[string]idem.Record
+	records map[string]entry
 	writes  []any
+}
+
+// entry is a record and the lease of the last attempt whose release
+// landed on it, which the acquires and commits that take the record after
+// it keep: a release sent again after another attempt took the FAILED
+// record it left finds its own lease there (see Release).
+type entry struct {
+	idem.Record
+	released string
 }
 
 var (
@@ -34,7 +43,7 @@ var (
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: make(map[string]idem.Record)}
+	return &MemoryStore{records: make(map[string]entry)}
 }
 
 // Capabilities implements idem.Store: transactions, results up to
@@ -59,8 +68,8 @@ func (s *MemoryStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Rec
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[a.Key]
-	if !takeable(old, ok, a.Now) {
-		return clone(old), false, nil
+	if !takeable(old.Record, ok, a.Now) {
+		return clone(old.Record), false, nil
 	}
 	rec := idem.Record{
 		Key:         a.Key,
@@ -72,7 +81,7 @@ func (s *MemoryStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Rec
 		Fingerprint: a.Fingerprint,
 		UpdatedAt:   a.Now,
 	}
-	s.records[a.Key] = rec
+	s.records[a.Key] = entry{Record: rec, released: old.released}
 	return clone(rec), true, nil
 }
 
@@ -100,7 +109,8 @@ func (s *MemoryStore) Complete(ctx context.Context, key, lease string, c idem.Co
 	return nil
 }
 
-// Release implements idem.Store.
+// Release implements idem.Store. A release sent again after another
+// attempt took the FAILED record it left is the caller's own, and nil.
 func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -108,12 +118,19 @@ func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, no
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
-	if !ok || rec.Lease != lease {
+	switch {
+	case ok && rec.Lease == lease:
+	case ok && rec.released == lease:
+		// This very release landed, another attempt took the FAILED record
+		// it left, and the release was sent again: it is done.
+		return nil
+	default:
 		return fmt.Errorf("release %q: %w", key, idem.ErrLeaseLost)
 	}
 	rec.Status = idem.StatusFailed
 	rec.LastError = reason
 	rec.UpdatedAt = now
+	rec.released = lease
 	s.records[key] = rec
 	return nil
 }
@@ -129,8 +146,8 @@ func (s *MemoryStore) Commit(ctx context.Context, t idem.Transaction) (idem.Reco
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[t.Key]
-	if !takeable(old, ok, t.Now) {
-		return clone(old), old.Status == idem.StatusCompleted && old.Lease == t.Token, nil
+	if !takeable(old.Record, ok, t.Now) {
+		return clone(old.Record), old.Status == idem.StatusCompleted && old.Lease == t.Token, nil
 	}
 	rec := idem.Record{
 		Key:           t.Key,
@@ -143,7 +160,7 @@ func (s *MemoryStore) Commit(ctx context.Context, t idem.Transaction) (idem.Reco
 		ResultOmitted: t.ResultOmitted,
 		UpdatedAt:     t.Now,
 	}
-	s.records[t.Key] = rec
+	s.records[t.Key] = entry{Record: rec, released: old.released}
 	s.writes = append(s.writes, t.Writes...)
 	return clone(rec), true, nil
 }
@@ -154,7 +171,7 @@ func (s *MemoryStore) Get(ctx context.Context, key string) (idem.Record, bool, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
-	return clone(rec), ok, nil
+	return clone(rec.Record), ok, nil
 }
 
 // Writes returns the transactional writes committed so far, in order.

@@ -13,14 +13,18 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
-// ErrNotDurable is Check's finding that the server keeps its records in
-// memory only (appendonly no): a restart loses every lease and receipt
-// written since the last RDB snapshot, if any, and a copy of a message runs
-// its effect again. It is apart from idem.ErrInvalid because it is a
-// trade-off a caller may choose (a server whose restarts are rarer than the
-// retention, effects that are idempotent downstream too), where an eviction
-// policy is a mistake that costs nothing to fix.
-var ErrNotDurable = errors.New("redisstore: records do not survive a restart")
+// ErrNotDurable is Check's finding that records can be lost in an incident:
+// the server keeps them in memory only (appendonly no), so a restart loses
+// every lease and receipt written since the last RDB snapshot, if any; or
+// it has replicas and the Store does not wait for them (no
+// WithWaitReplicas), so a failover to a replica loses what it had not
+// received yet. A copy of a message then runs its effect again. It is apart
+// from idem.ErrInvalid because it is a trade-off a caller may choose (a
+// server whose restarts and failovers are rarer than the retention, effects
+// that are idempotent downstream too; WAIT costs latency, and no new effect
+// runs while too few replicas answer), where an eviction policy is a
+// mistake that costs nothing to fix.
+var ErrNotDurable = errors.New("redisstore: records do not survive a restart or a failover")
 
 // infoLua reads the server's settings. A script, so that Check needs
 // nothing of the client but Eval and EvalSha; INFO is allowed in scripts,
@@ -44,8 +48,11 @@ var infoScript = newScript(infoLua)
 //     at its next sync); with WithWaitReplicas(n), fewer than n replicas
 //     connected (every acquire would fail). Persistence off is named in the
 //     same error.
-//   - wrapping ErrNotDurable, when that is the only finding: appendonly no.
-//     A caller that accepts it tests errors.Is(err, ErrNotDurable).
+//   - wrapping ErrNotDurable, when these are the only findings: appendonly
+//     no; replicas connected (connected_slaves above 0) and no
+//     WithWaitReplicas, so that a failover loses the records a replica had
+//     not received yet. A caller that accepts them tests
+//     errors.Is(err, ErrNotDurable).
 //
 // Any other error is the server's or the network's. On a
 // *redis.ClusterClient Check reads every master and names each finding's
@@ -123,10 +130,13 @@ func (s *Store) judge(info map[string]string) findings {
 	if r := info["role"]; r != "master" {
 		f.unsafe = append(f.unsafe, fmt.Sprintf("role %s: the Store must write to the primary (a writable replica drops its writes at its next sync)", r))
 	}
-	if s.wait != nil {
-		if n, _ := strconv.Atoi(info["connected_slaves"]); n < s.wait.n {
-			f.unsafe = append(f.unsafe, fmt.Sprintf("%d replicas connected, WithWaitReplicas waits for %d: every acquire would fail", n, s.wait.n))
-		}
+	replicas, _ := strconv.Atoi(info["connected_slaves"])
+	switch {
+	case s.wait != nil && replicas < s.wait.n:
+		f.unsafe = append(f.unsafe, fmt.Sprintf("%d replicas connected, WithWaitReplicas waits for %d: every acquire would fail", replicas, s.wait.n))
+	case s.wait == nil && replicas > 0:
+		f.notDurable = append(f.notDurable, fmt.Sprintf("%d replicas connected and no WithWaitReplicas: replication is asynchronous, so a failover "+
+			"loses the leases and receipts a replica had not received yet (use WithWaitReplicas with the number of replicas)", replicas))
 	}
 	if info["aof_enabled"] != "1" {
 		f.notDurable = append(f.notDurable, "appendonly no: a restart loses every record written since the last RDB snapshot, if any "+

@@ -17,7 +17,8 @@ const safeInfo = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n\
 	"# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
 
 // TestCheck: Check names every unsafe setting in one error wrapping
-// idem.ErrInvalid; persistence off alone is ErrNotDurable.
+// idem.ErrInvalid; persistence off, or replicas a failover would promote
+// without WithWaitReplicas, alone is ErrNotDurable.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -28,7 +29,9 @@ func TestCheck(t *testing.T) {
 		names      []string
 	}{
 		{"safe", safeInfo, 1, false, false, nil},
-		{"valkey", strings.Replace(safeInfo, "redis_version:7.0.15", "redis_version:7.2.4\r\nvalkey_version:8.1.1", 1), 0, false, false, nil},
+		{"valkey", strings.NewReplacer("redis_version:7.0.15", "redis_version:7.2.4\r\nvalkey_version:8.1.1", "connected_slaves:1", "connected_slaves:0").Replace(safeInfo), 0, false, false, nil},
+		{"single node", strings.Replace(safeInfo, "connected_slaves:1", "connected_slaves:0", 1), 0, false, false, nil},
+		{"replicas without WAIT", strings.Replace(safeInfo, "connected_slaves:1", "connected_slaves:2", 1), 0, false, true, []string{"2 replicas connected", "WithWaitReplicas"}},
 		{"eviction", strings.Replace(safeInfo, "noeviction", "volatile-lru", 1), 0, true, false, []string{"maxmemory-policy volatile-lru"}},
 		{"old server", strings.Replace(safeInfo, "7.0.15", "6.2.14", 1), 0, true, false, []string{`"6.2.14"`}},
 		{"replica", strings.Replace(safeInfo, "role:master", "role:slave", 1), 0, true, false, []string{"role slave"}},

@@ -21,6 +21,9 @@ const (
 	fieldResultOmitted = "resultOmitted" // "1" when the result was not kept
 	fieldUpdatedAt     = "updatedAt"     // Unix milliseconds
 	fieldLastError     = "lastError"
+	// fieldReleased is the lease of the last release that landed; only
+	// releaseLua reads it (a Record does not carry it).
+	fieldReleased = "released"
 )
 
 // millis is how times travel to the scripts and sit in the hash: Unix

@@ -32,6 +32,7 @@
 //	resultOmitted  "1" when the result was not kept
 //	updatedAt      Unix milliseconds
 //	lastError      what the last failed attempt left (its error's class by default)
+//	released       the lease of the last attempt whose release landed (kept by acquires)
 //
 // A hash rather than one packed string: HGETALL shows an operator the record
 // as it is, attempts is a server-side HINCRBY, and Complete and Release
@@ -53,7 +54,11 @@
 // Complete and Release are fenced on the attempt's lease token: they change
 // the record only if it still holds that lease, and return
 // [idem.ErrLeaseLost] otherwise (for an absent record too). An attempt whose
-// lease was taken over cannot overwrite the new owner's record. Powertools
+// lease was taken over cannot overwrite the new owner's record. A FAILED
+// record may be taken at once, so a release whose response was lost can be
+// sent again after another attempt took the record it left: the record's
+// released field (the caller's lease) shows it, and the retry succeeds
+// without writing, as an own write sent again must. Powertools
 // for AWS Lambda's Redis persistence layer does not fence: it completes with
 // an unconditional SET and deletes a failed attempt's record with an
 // unconditional DEL, so a zombie that outlived its lease overwrites or
@@ -159,9 +164,10 @@
 // [Store.Check] reads the server's INFO and names what it finds unsafe:
 // an eviction policy, a server older than 7.0, a replica written to, fewer
 // replicas than WithWaitReplicas asks for ([idem.ErrInvalid]), and
-// persistence off ([ErrNotDurable], which a caller may accept). It cannot
-// read appendfsync, nor the settings of replicas, which apply once one is
-// promoted. DynamoDB's writes are durable and replicated when acknowledged.
+// persistence off or replicas connected without WithWaitReplicas
+// ([ErrNotDurable], which a caller may accept). It cannot read
+// appendfsync, nor the settings of replicas, which apply once one is
+// promoted, nor replicas that are not connected when it runs. DynamoDB's writes are durable and replicated when acknowledged.
 //
 // A Store is safe for concurrent use.
 package redisstore

@@ -115,8 +115,14 @@ end
 return 1
 `
 
-// releaseLua marks the record FAILED, fenced like completeLua. The expiry
-// and the TTL stay as they are.
+// releaseLua marks the record FAILED, fenced like completeLua, and keeps
+// the lease as released, which no other script changes. The expiry and the
+// TTL stay as they are.
+//
+// A FAILED record may be taken at once, so a release whose response was
+// lost can be sent again after another attempt took the record it left:
+// the fence fails, but released still names the caller's lease, so the
+// release is the caller's own, and it returns 1 without writing.
 //
 // ARGV: lease, updatedAt, lastError ("" for none).
 //
@@ -124,10 +130,14 @@ return 1
 // delivery run at once.
 const releaseLua = `#!lua flags=allow-oom
 local key = KEYS[1]
-if redis.call('HGET', key, 'lease') ~= ARGV[1] then
+local f = redis.call('HMGET', key, 'lease', 'released')
+if f[1] ~= ARGV[1] then
+	if f[2] == ARGV[1] then
+		return 1
+	end
 	return 0
 end
-redis.call('HSET', key, 'status', 'FAILED', 'updatedAt', ARGV[2])
+redis.call('HSET', key, 'status', 'FAILED', 'updatedAt', ARGV[2], 'released', ARGV[1])
 if ARGV[3] ~= '' then
 	redis.call('HSET', key, 'lastError', ARGV[3])
 else
