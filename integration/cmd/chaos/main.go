@@ -55,6 +55,8 @@ type options struct {
 	warm      time.Duration
 	out       string
 	profile   string
+	backoff   bool
+	outage    chaos.Outage
 }
 
 func main() {
@@ -89,6 +91,9 @@ func main() {
 	flag.StringVar(&o.consumer, "consumer-binary", "", "consumer host build (default build/host/consumer)")
 	flag.StringVar(&o.producer, "producer-binary", "", "producer host build (default build/host/producer)")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of this process (the harness) to this file")
+	flag.DurationVar(&o.outage.For, "outage", 0, "throttle every DynamoDB request of the consumers this long, a store slow for a while (0: never)")
+	flag.DurationVar(&o.outage.After, "outage-at", 20*time.Second, "when the -outage starts, after the first send")
+	flag.BoolVar(&o.backoff, "store-backoff", true, "give the consumers the queue's visibility timeout (IDEM_VISIBILITY_TIMEOUT), so that a record that failed on the store comes back later with each receive; false: the queue's fixed timeout, to compare")
 	flag.Parse()
 	o.modes = strings.Split(modes, ",")
 	if err := o.validate(); err != nil {
@@ -131,6 +136,8 @@ func (o options) validate() error {
 		return errors.New("-consumers, -pollers, -producers and -chunk must be at least 1, -backlog at least 0")
 	case o.timeout <= 0 || o.drain <= 0:
 		return errors.New("-timeout and -drain must be positive")
+	case o.outage.For < 0 || o.outage.After < 0:
+		return errors.New("-outage and -outage-at must not be negative")
 	}
 	return o.rates.Validate()
 }
@@ -208,7 +215,7 @@ func run(ctx context.Context, o options) error {
 			Mode: mode, Keys: o.keys, Rates: o.rates, Seed: o.seed,
 			Pollers: o.pollers, Producers: o.producers, Chunk: o.chunk, Backlog: o.backlog, Drain: o.drain,
 			LogPath: filepath.Join(o.out, mode+"-lambdas.log"), Progress: os.Stdout, Every: o.every,
-			Emulators: pids,
+			Emulators: pids, StoreBackoff: o.backoff, Outage: o.outage,
 		}
 	}
 	results := make([]*chaos.Result, len(o.modes))

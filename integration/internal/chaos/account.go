@@ -11,6 +11,7 @@ import (
 
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
 // Evidence is everything the accounting looks at once the run is over.
@@ -31,7 +32,10 @@ type Evidence struct {
 	Unpublished []string
 	// MalformedIDs are the message ids of the malformed messages sent.
 	MalformedIDs []string
-	LeaseMode    bool
+	// Failures is the last failure the consumers logged for each
+	// message, by message id.
+	Failures  map[string]Failure
+	LeaseMode bool
 }
 
 // Double is a key whose effect ran more than once, and why.
@@ -74,7 +78,8 @@ type Account struct {
 	NotSent       int      // never handed to the producer: the run stopped first
 	PoisonApplied []string // poison keys whose effect took place: impossible
 	DLQ           []ReasonCount
-	DLQKeys       []string // plain keys in the DLQ (allowed, with their reason)
+	DLQByClass    map[string]int // dead letters by DLQClasses, for comparing runs
+	DLQKeys       []string       // plain keys in the DLQ (allowed, with their reason)
 	Latency       Percentiles
 	Windows       map[string]int // Unconfirmed / LeaseLost records by outcome
 }
@@ -85,14 +90,35 @@ type ReasonCount struct {
 	Count  int
 }
 
+// What a dead letter is, for comparing runs: a poison key or a malformed
+// message, which only the DLQ can take; a message whose last receive
+// failed on the receipt store, which a later one could have run; or
+// anything else.
+const (
+	DeadPoison    = "poison"
+	DeadMalformed = "malformed"
+	DeadStore     = "store failure"
+	DeadOther     = "other"
+)
+
+// DLQClasses lists the classes of dead letters in the order the report
+// gives them.
+func DLQClasses() []string { return []string{DeadPoison, DeadMalformed, DeadStore, DeadOther} }
+
 // Settle accounts for every key of the evidence's plan, and for every
 // malformed message sent.
 func Settle(ev Evidence) Account {
-	a := Account{Windows: map[string]int{}}
+	a := Account{Windows: map[string]int{}, DLQByClass: map[string]int{}}
 	dead := map[string]bool{} // by key, and by message id
 	reasons := map[string]int{}
 	killed := killsByKey(ev.Events)
+	malformed := map[string]bool{}
+	for _, id := range ev.MalformedIDs {
+		malformed[id] = true
+	}
+	lastHit := lastEvents(ev.Events)
 	for _, d := range ev.DeadLetters {
+		a.DLQByClass[deadClass(d, ev, malformed, lastHit)]++
 		dead[d.MessageID] = true
 		reason := Tidy(d.Reason)
 		switch {
@@ -162,6 +188,37 @@ func Settle(ev Evidence) Account {
 	}
 	a.Latency = PercentilesOf(latencies)
 	return a
+}
+
+// deadClass says what dead letter d is (DLQClasses). A store failure is
+// a message whose last logged failure was the store's, and not followed by
+// a kill, a freeze or a timeout of an invocation with its key (lastHit):
+// then that, not the store, had its last receive.
+func deadClass(d system.DeadLetter, ev Evidence, malformed map[string]bool, lastHit map[string]time.Time) string {
+	f := ev.Failures[d.MessageID]
+	switch {
+	case ev.Plan.Poison[d.Key]:
+		return DeadPoison
+	case malformed[d.MessageID] || d.Key == "":
+		return DeadMalformed
+	case f.Outcome == idem.StoreError.String() && !lastHit[d.Key].After(f.At):
+		return DeadStore
+	}
+	return DeadOther
+}
+
+// lastEvents is when an invocation with each key was last killed, frozen
+// or timed out.
+func lastEvents(events []Event) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, e := range events {
+		for _, k := range e.Batch {
+			if e.At.After(out[k]) {
+				out[k] = e.At
+			}
+		}
+	}
+	return out
 }
 
 // storageKey matches a hashed storage key (namespace#sha256).

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,32 @@ func TestSettleDeadLetterReasons(t *testing.T) {
 	}
 	if p := a.Problems(true); len(p) != 1 || !strings.Contains(p[0], "without a logged reason") {
 		t.Fatalf("problems %v: want the one dead letter nothing explains", p)
+	}
+}
+
+// TestSettleDeadLetterClasses: a dead letter is a store failure when its
+// last logged failure was the store's and nothing killed a later receive.
+func TestSettleDeadLetterClasses(t *testing.T) {
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	storeFailed := "idem: commit consumer#…: idem: store failed: context deadline exceeded"
+	ev := evidence(map[string]int{"o-1": 1}, poisonDead, malformedDead,
+		system.DeadLetter{MessageID: "msg-3", Key: "o-3", Reason: storeFailed},
+		system.DeadLetter{MessageID: "msg-4", Key: "o-4", Reason: storeFailed},
+		system.DeadLetter{MessageID: "msg-5", Key: "o-5", Reason: "effect: ledger update: throttled"})
+	ev.Failures = map[string]Failure{
+		"msg-3": {at, "store_error"},
+		"msg-4": {at, "store_error"}, // its last receive was killed, later
+		"msg-5": {at, "failed"},
+		"msg-p": {at, "failed"},
+		"m-1":   {at, "rejected"},
+	}
+	ev.Events = []Event{
+		{At: at.Add(-time.Minute), Kind: EventKill, Batch: []string{"o-3"}},
+		{At: at.Add(time.Minute), Kind: EventKill, Batch: []string{"o-4"}},
+	}
+	want := map[string]int{DeadPoison: 1, DeadMalformed: 1, DeadStore: 1, DeadOther: 2}
+	if got := Settle(ev).DLQByClass; !maps.Equal(got, want) {
+		t.Fatalf("DLQ by class %v, want %v", got, want)
 	}
 }
 

@@ -1,8 +1,11 @@
 // Package chaos throws everything at one running copy of the stack at
 // once, at volume, and accounts for every key at the end: applied exactly
-// once (the effect's probe says), or in the DLQ with its reason; every double effect named with the
-// kill, freeze or missing receipt that caused it. integration/cmd/chaos
-// (`make chaos`) runs it in both modes and writes the report and chart.
+// once (the effect's probe says), or in the DLQ with its reason and class
+// (poison, malformed, store failure or other: how two runs compare, with
+// and without the consumers' store backoff); every double effect named
+// with the kill, freeze or missing receipt that caused it.
+// integration/cmd/chaos (`make chaos`) runs it in both modes and writes
+// the report and chart.
 //
 // # What runs
 //
@@ -19,7 +22,9 @@
 //     re-run when a run fails or times out; re-triggered runs and raw
 //     copies make the duplicates; poison and malformed messages go out in
 //     the first tenth, so that their receives end before the bulk does;
-//   - Dynamo, the fault mix on the Lambdas' DynamoDB traffic;
+//   - Dynamo, the fault mix on the Lambdas' DynamoDB traffic, and an
+//     Outage when asked for: a stretch during which every request of the
+//     consumers is throttled, a store slow for longer than their retries;
 //   - a Timeline (one sample a second) for the progress lines and the chart.
 //
 // # Concurrency

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
@@ -30,12 +31,32 @@ type Dynamo struct {
 	ReceiptTable string
 	LeaseMode    bool
 	Seed         uint64
+	// Outage throttles every request of the consumers for a while (Begin
+	// starts its clock).
+	Outage Outage
 
 	once   sync.Once
 	mu     sync.Mutex
 	rng    *rand.Rand
+	outage [2]time.Time   // from, to
 	counts map[string]int // "consumer UpdateItem" …
 	faults map[string]int // "throttle" …
+}
+
+// Outage is a stretch of the run during which DynamoDB throttles every
+// request of the consumers: a table over its capacity, or DynamoDB Local
+// slowed down by a loaded machine, for longer than the consumers' retries.
+// Unlike the fault rates, it lasts: what the store backoff is for.
+type Outage struct {
+	After time.Duration // after Begin
+	For   time.Duration // 0: none
+}
+
+// Begin starts the outage's clock: the run's first send.
+func (d *Dynamo) Begin(start time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.outage = [2]time.Time{start.Add(d.Outage.After), start.Add(d.Outage.After + d.Outage.For)}
 }
 
 // Decider is the proxy's decision function.
@@ -59,6 +80,10 @@ func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.counts[who+" "+r.Op]++
+	if now := time.Now(); who == "consumer" && !now.Before(d.outage[0]) && now.Before(d.outage[1]) {
+		d.faults["outage"]++
+		return faultproxy.Action{Kind: faultproxy.Throttle}
+	}
 	x := d.rng.Float64()
 	var kind faultproxy.Kind
 	switch {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"testing"
+	"time"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 )
@@ -42,6 +43,31 @@ func TestDynamoMixAndCounts(t *testing.T) {
 	for _, kind := range []string{"throttle", "fail", "lose-ack"} {
 		if f[kind] < 800 || f[kind] > 1200 {
 			t.Errorf("%s: %d of 10000, want about 1000", kind, f[kind])
+		}
+	}
+}
+
+// TestDynamoOutage: during the outage every request of the consumers is
+// throttled, the producer's are not; before and after, the mix applies.
+func TestDynamoOutage(t *testing.T) {
+	consumer := faultproxy.Request{Op: "TransactWriteItems", Body: []byte(`{"TransactItems":[]}`)}
+	producer := faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"Key":{"pk":{"S":"producer#00"}}}`)}
+	for _, c := range []struct {
+		began    time.Duration // ago
+		consumer faultproxy.Kind
+	}{
+		{time.Minute, faultproxy.Throttle}, // in the outage
+		{time.Second, 0},                   // before it
+		{time.Hour, 0},                     // after it
+	} {
+		d := &Dynamo{Outage: Outage{After: 30 * time.Second, For: 5 * time.Minute}}
+		decide := d.Decider()
+		d.Begin(time.Now().Add(-c.began))
+		if got := decide(consumer).Kind; got != c.consumer {
+			t.Errorf("begun %s ago: consumer request %v, want %v", c.began, got, c.consumer)
+		}
+		if got := decide(producer).Kind; got != 0 {
+			t.Errorf("begun %s ago: producer request %v, want none", c.began, got)
 		}
 	}
 }

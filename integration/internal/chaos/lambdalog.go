@@ -24,6 +24,13 @@ type LambdaLog struct {
 	outcomes map[string]int
 	executed map[string]time.Time // storage key → first executed
 	windows  []Window
+	failures map[string]Failure // message id → its last failure
+}
+
+// Failure is a record's failure as a consumer logged it.
+type Failure struct {
+	At      time.Time
+	Outcome string // "store_error", "failed", "skipped" …
 }
 
 // EffectTimeout is the Window outcome of a record whose effect failed at
@@ -47,6 +54,8 @@ type Window struct {
 
 var (
 	recordMsg  = []byte(`"msg":"record `)
+	failedMsg  = []byte(`"msg":"record failed"`)
+	messageKey = []byte(`"message_id":"`)
 	outcomeKey = []byte(`"outcome":"`)
 	timeKey    = []byte(`"time":"`)
 	recordKey  = []byte(`"record_key":"`)
@@ -62,7 +71,7 @@ func (l *LambdaLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.outcomes == nil {
-		l.outcomes, l.executed = map[string]int{}, map[string]time.Time{}
+		l.outcomes, l.executed, l.failures = map[string]int{}, map[string]time.Time{}, map[string]Failure{}
 	}
 	l.buf = append(l.buf, p...)
 	for {
@@ -91,6 +100,9 @@ func (l *LambdaLog) line(b []byte) {
 	}
 	outcome := string(rest[:j])
 	l.outcomes[outcome]++
+	if bytes.Contains(b, failedMsg) {
+		l.failed(b, outcome)
+	}
 	switch {
 	case outcome == "executed":
 		l.firstExecuted(b)
@@ -128,6 +140,17 @@ func (l *LambdaLog) firstExecuted(b []byte) {
 	l.executed[key] = t
 }
 
+// failed notes the failure of a "record failed" line, the message's last
+// so far, without decoding the line.
+func (l *LambdaLog) failed(b []byte, outcome string) {
+	id := field(b, messageKey)
+	t, err := time.Parse(time.RFC3339Nano, field(b, timeKey))
+	if old, ok := l.failures[id]; id == "" || err != nil || (ok && t.Before(old.At)) {
+		return
+	}
+	l.failures[id] = Failure{At: t, Outcome: outcome}
+}
+
 // field is the string value after prefix in b, "" when there is none.
 func field(b, prefix []byte) string {
 	i := bytes.Index(b, prefix)
@@ -154,6 +177,13 @@ func (l *LambdaLog) Outcomes() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.outcomes)
+}
+
+// Failures returns the last failure logged for each message that failed.
+func (l *LambdaLog) Failures() map[string]Failure {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.failures)
 }
 
 // Windows returns the records whose effect ran without their own receipt.

@@ -18,6 +18,8 @@ func TestLambdaLog(t *testing.T) {
 		`[consumer-zombie#0 pid=3] {"time":"2026-01-01T10:00:02Z","level":"ERROR","msg":"record failed","message_id":"m4","outcome":"lease_lost","attempts":1,"record_key":"consumer#d","error":"idem: lease lost"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m5","outcome":"failed","attempts":1,"record_key":"consumer#e","error":"effect: write: operation error DynamoDB: UpdateItem, canceled, context deadline exceeded"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"record_key":"consumer#f","error":"consumer: injected fault: poison key fails every time"}`,
+		`[consumer#3 pid=6] {"time":"2026-01-01T10:00:04Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"store_error","attempts":0,"record_key":"consumer#f","error":"idem: commit consumer#f: idem: store failed"}`,
+		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:02Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"record_key":"consumer#f","error":"logged late"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"INFO","msg":"batch done","records":6}`,
 		`12:00:00.000 [consumer harness] consumer#2 request r timed out after 2s`,
 		`[producer#0 pid=5] {"msg":"messages done","sent":10}`,
@@ -32,11 +34,15 @@ func TestLambdaLog(t *testing.T) {
 		t.Fatal("Out did not get the log as written")
 	}
 	o := l.Outcomes()
-	if o["executed"] != 2 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 2 || len(o) != 5 {
+	if o["executed"] != 2 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 3 || o["store_error"] != 1 || len(o) != 6 {
 		t.Fatalf("outcomes %v", o)
 	}
 	if at := l.Executed()["consumer#a"]; !at.Equal(time.Date(2026, 1, 1, 10, 0, 0, 250e6, time.UTC)) || len(l.Executed()) != 1 {
 		t.Errorf("executed %v, want consumer#a first at 10:00:00.25", l.Executed())
+	}
+	f := l.Failures()
+	if len(f) != 3 || f["m6"].Outcome != "store_error" || f["m5"].Outcome != "failed" || f["m4"].Outcome != "lease_lost" {
+		t.Errorf("failures %v, want m4, m5 and m6's last, on the store", f)
 	}
 	w := l.Windows()
 	if len(w) != 3 {

@@ -76,13 +76,13 @@ func summary(w io.Writer, runs []*Result) {
 		return fmt.Sprintf("%d (%d unexplained)", r.Account.DoubleEffects, len(r.Account.Unexplained))
 	})
 	line("lost", func(r *Result) string { return fmt.Sprint(len(r.Account.Lost)) })
-	line("dead-letter queue", func(r *Result) string {
-		n := 0
-		for _, c := range r.Account.DLQ {
-			n += c.Count
+	line("store backoff", func(r *Result) string {
+		if r.StoreBackoff == "" {
+			return "off"
 		}
-		return fmt.Sprint(n)
+		return "on, base " + r.StoreBackoff
 	})
+	line("dead-letter queue", dlqLine)
 	line("left in the queue / in flight", func(r *Result) string { return fmt.Sprintf("%d / %d", r.EndVisible, r.EndInFlight) })
 	fmt.Fprintln(w)
 }
@@ -154,6 +154,7 @@ func section(w io.Writer, r *Result) {
 
 	fmt.Fprintln(w, "### Dead-letter queue by reason")
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s dead letters\n\n", dlqLine(r))
 	for _, c := range r.Account.DLQ {
 		fmt.Fprintf(w, "- %d × %s\n", c.Count, c.Reason)
 	}
@@ -190,22 +191,29 @@ func Summary(w io.Writer, runs []*Result) {
 			verdict = "INVARIANT BROKEN"
 		}
 		l := r.Account.Latency
-		fmt.Fprintf(w, "%-13s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %d — %s\n",
+		fmt.Fprintf(w, "%-13s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %s — %s\n",
 			r.Mode, thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
 			ms(l.P50), ms(l.P99), ms(l.Max), perDelivery(r), r.Account.DoubleEffects, len(r.Account.Unexplained),
-			len(r.Account.Lost), dlqCount(r), verdict)
+			len(r.Account.Lost), dlqLine(r), verdict)
 		for _, p := range r.Problems {
 			fmt.Fprintf(w, "    %s\n", p)
 		}
 	}
 }
 
-func dlqCount(r *Result) int {
+// dlqLine is the size of the DLQ and its classes (DLQClasses), so that
+// two runs compare at a glance: "12 (poison 5, malformed 5, store failure
+// 2, other 0)".
+func dlqLine(r *Result) string {
 	n := 0
 	for _, c := range r.Account.DLQ {
 		n += c.Count
 	}
-	return n
+	parts := make([]string, 0, len(DLQClasses()))
+	for _, class := range DLQClasses() {
+		parts = append(parts, fmt.Sprintf("%s %d", class, r.Account.DLQByClass[class]))
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
 }
 
 func perDelivery(r *Result) string {

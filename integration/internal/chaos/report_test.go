@@ -11,7 +11,8 @@ import (
 
 func TestWriteReport(t *testing.T) {
 	ok := &Result{Mode: consumer.ModeTransactional, Keys: 1000, Elapsed: 10 * time.Second, Deliveries: 2500, DynamoTotal: 5000,
-		Dynamo: map[string]int{"consumer TransactWriteItems": 2500}, Account: Account{Applied: 1000}}
+		Dynamo: map[string]int{"consumer TransactWriteItems": 2500}, StoreBackoff: "12s",
+		Account: Account{Applied: 1000, DLQ: []ReasonCount{{"poison key", 2}, {"store failed", 1}}, DLQByClass: map[string]int{DeadPoison: 2, DeadStore: 1}}}
 	bad := &Result{Mode: consumer.ModeLease, Keys: 1000, Elapsed: 10 * time.Second, Deliveries: 2600,
 		Account:  Account{Applied: 999, DoubleEffects: 1, Doubled: []Double{{Key: "l-000007", Applied: 2, Causes: []Cause{{ClassKillAfter, "SIGKILL at after-effect of this key"}}}}, Lost: []string{"l-000009"}},
 		Problems: []string{"1 lost"}}
@@ -25,6 +26,8 @@ func TestWriteReport(t *testing.T) {
 		"## " + consumer.ModeLease + " mode", "## " + consumer.ModeTransactional + " mode", "- 1 lost",
 		"| l-000007 | 2 | SIGKILL at after-effect of this key |",
 		"[chart.svg](chart.svg)",
+		"| store backoff | off | on, base 12s |",
+		"| dead-letter queue | 0 (poison 0, malformed 0, store failure 0, other 0) | 3 (poison 2, malformed 0, store failure 1, other 0) |",
 	} {
 		if !strings.Contains(r, want) {
 			t.Errorf("report lacks %q", want)

@@ -58,6 +58,14 @@ type Config struct {
 	Every    time.Duration
 	// Emulators names the emulator processes, for the CPU account.
 	Emulators map[string]int
+	// StoreBackoff gives the consumers the queue's visibility timeout
+	// (IDEM_VISIBILITY_TIMEOUT), as the construct does, so that a record
+	// that failed on the store comes back later with each receive; false
+	// runs them without it, whatever the template says, to compare.
+	StoreBackoff bool
+	// Outage, when it has a length, throttles every DynamoDB request of
+	// the consumers for that long, from Outage.After after the first send.
+	Outage Outage
 }
 
 // Result is one mode's run.
@@ -79,10 +87,13 @@ type Result struct {
 	Events      []Event
 	Samples     []Sample
 	Account     Account
-	EndVisible  int // left in the queue when the run ended
-	EndInFlight int
-	CPU         []CPUUse
-	Problems    []string
+	// StoreBackoff is the consumers' IDEM_VISIBILITY_TIMEOUT, "" when the
+	// store backoff was off.
+	StoreBackoff string
+	EndVisible   int // left in the queue when the run ended
+	EndInFlight  int
+	CPU          []CPUUse
+	Problems     []string
 }
 
 // CPUUse is the CPU time one part of the system used during the run.
@@ -119,6 +130,14 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		sc.ConsumerEnv = map[string]string{}
 	}
 	sc.ConsumerEnv[consumer.EnvFaultPoisonKeys] = strings.Join(plan.PoisonKeys(), ",")
+	sc.ConsumerEnv[consumer.EnvVisibilityTimeout] = "" // unset, whatever the template says
+	if cfg.StoreBackoff {
+		vt, err := queueVisibility(sc.Template)
+		if err != nil {
+			return nil, err
+		}
+		sc.ConsumerEnv[consumer.EnvVisibilityTimeout] = vt.String()
+	}
 	s, err := system.Start(ctx, sc)
 	if err != nil {
 		return nil, err
@@ -137,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	defer pools.stop()
 
 	leaseMode := cfg.Mode == consumer.ModeLease
-	dyn := &Dynamo{Rates: cfg.Rates, ReceiptTable: s.Receipts, LeaseMode: leaseMode, Seed: cfg.Seed}
+	dyn := &Dynamo{Rates: cfg.Rates, ReceiptTable: s.Receipts, LeaseMode: leaseMode, Seed: cfg.Seed, Outage: cfg.Outage}
 	s.Requests.SetDecider(dyn.Decider())
 	inv := &Invoker{
 		Context: ctx, Main: s.Consumer, Key: s.Key, FanOut: pools.fanOut, Zombie: pools.zombie, ZombieSize: zombieInstances,
@@ -160,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 
 	cpu0 := cpuSnapshot(s, pools, cfg.Emulators)
 	start := time.Now()
+	dyn.Begin(start)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var bgWG sync.WaitGroup
 	bgWG.Go(func() { _ = poller.Run(bg) })
@@ -177,7 +197,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer stop()
 
-	res := &Result{Mode: cfg.Mode, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed}
+	res := &Result{Mode: cfg.Mode, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed,
+		StoreBackoff: sc.ConsumerEnv[consumer.EnvVisibilityTimeout]}
 	if perr := pub.Run(ctx); perr != nil {
 		res.Problems = append(res.Problems, "publishing stopped: "+perr.Error())
 	}
@@ -221,7 +242,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	res.Account = Settle(Evidence{
 		Plan: plan, Applied: applied, AppliedAt: appliedAt, DeadLetters: dead, Events: res.Events, Windows: lambdaLog.Windows(),
 		KeyOf: keyOf, SentAt: sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished,
-		MalformedIDs: pub.MalformedIDs(), LeaseMode: leaseMode,
+		MalformedIDs: pub.MalformedIDs(), Failures: lambdaLog.Failures(), LeaseMode: leaseMode,
 	})
 	res.Problems = append(res.Problems, res.Account.Problems(leaseMode)...)
 	res.Deliveries, res.Invocations, res.Batches = inv.Deliveries(), inv.Invocations(), inv.Batches()

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
 // Guard is the settings of an idem Guard: Config's, and those of another
@@ -65,8 +66,14 @@ type Config struct {
 	// instead of failing into the dead-letter queue
 	// (sqsbatch.WithMaxReceiveCount, WithRequeue, WithDelete).
 	MaxReceiveCount int
-	LogLevel        slog.Level // EnvLogLevel
-	LogBodies       bool       // EnvLogBodies
+	// VisibilityTimeout is the queue's visibility timeout
+	// (EnvVisibilityTimeout), 0 when not known: a record that failed on
+	// the store stays hidden for up to 2^n visibility timeouts after its
+	// n-th receive, so that a store slow or throttled for minutes delays
+	// messages instead of dead-lettering them (sqsbatch.WithStoreBackoff).
+	VisibilityTimeout time.Duration
+	LogLevel          slog.Level // EnvLogLevel
+	LogBodies         bool       // EnvLogBodies
 }
 
 // Load reads the configuration with getenv (os.Getenv in a Lambda). The
@@ -80,14 +87,19 @@ func Load(getenv func(string) string) (Config, error) {
 // readConfig reads the configuration with e, which collects the problems.
 func readConfig(e *Env) Config {
 	c := Config{
-		Guard:            ReadGuard(e, DefaultNamespace),
-		Store:            e.OneOf(EnvStore, DefaultStore, StoreDynamoDB, StoreRedis),
-		Mode:             e.OneOf(EnvMode, DefaultMode, Modes()...),
-		Key:              e.String(EnvKey, ""),
-		BatchConcurrency: e.Int(EnvBatchConcurrency, DefaultBatchConcurrency, 1),
-		MaxReceiveCount:  e.Int(EnvMaxReceiveCount, 0, 0),
-		LogLevel:         e.Level(EnvLogLevel, DefaultLogLevel),
-		LogBodies:        e.Bool(EnvLogBodies),
+		Guard:             ReadGuard(e, DefaultNamespace),
+		Store:             e.OneOf(EnvStore, DefaultStore, StoreDynamoDB, StoreRedis),
+		Mode:              e.OneOf(EnvMode, DefaultMode, Modes()...),
+		Key:               e.String(EnvKey, ""),
+		BatchConcurrency:  e.Int(EnvBatchConcurrency, DefaultBatchConcurrency, 1),
+		MaxReceiveCount:   e.Int(EnvMaxReceiveCount, 0, 0),
+		VisibilityTimeout: e.Duration(EnvVisibilityTimeout, 0),
+		LogLevel:          e.Level(EnvLogLevel, DefaultLogLevel),
+		LogBodies:         e.Bool(EnvLogBodies),
+	}
+	if v := c.VisibilityTimeout; v != 0 && (v < time.Second || v > sqsbatch.MaxVisibilityTimeout) {
+		e.Fail(EnvVisibilityTimeout, "%s is not a visibility timeout SQS allows (1s to %s)", v, sqsbatch.MaxVisibilityTimeout)
+		c.VisibilityTimeout = 0
 	}
 	// Both are read whatever the store, so that a variable set for the
 	// other store is not reported as unread.

@@ -48,7 +48,8 @@ func TestLoadAll(t *testing.T) {
 	env := map[string]string{
 		EnvStore: "redis", EnvRedisURL: "redis://localhost:6379/0", EnvTable: "unused", EnvNamespace: "gift",
 		EnvMode: ModeLease, EnvKey: "orderId", EnvRetention: "24h", EnvSafetyMargin: "500ms", EnvLease: "30s",
-		EnvCacheSize: "0", EnvBatchConcurrency: "3", EnvMaxReceiveCount: "5", EnvLogLevel: "debug", EnvLogBodies: "true",
+		EnvCacheSize: "0", EnvBatchConcurrency: "3", EnvMaxReceiveCount: "5", EnvVisibilityTimeout: "3m", EnvLogLevel: "debug",
+		EnvLogBodies: "true",
 	}
 	cfg, err := Load(getenv(env))
 	if err != nil {
@@ -57,7 +58,7 @@ func TestLoadAll(t *testing.T) {
 	want := Config{
 		Guard: Guard{Namespace: "gift", Retention: 24 * time.Hour, SafetyMargin: 500 * time.Millisecond, Lease: 30 * time.Second},
 		Store: StoreRedis, Table: "unused", RedisURL: "redis://localhost:6379/0", Mode: ModeLease, Key: "orderId",
-		BatchConcurrency: 3, MaxReceiveCount: 5, LogLevel: slog.LevelDebug, LogBodies: true,
+		BatchConcurrency: 3, MaxReceiveCount: 5, VisibilityTimeout: 3 * time.Minute, LogLevel: slog.LevelDebug, LogBodies: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant %+v", cfg, want)
@@ -67,15 +68,16 @@ func TestLoadAll(t *testing.T) {
 // TestLoadNamesEveryProblem: one error names every bad variable.
 func TestLoadNamesEveryProblem(t *testing.T) {
 	env := map[string]string{
-		EnvStore:            "dynamo",
-		EnvMode:             "Transactional", // the names are exact
-		EnvRetention:        "a week",
-		EnvSafetyMargin:     "-1s",
-		EnvCacheSize:        "-5",
-		EnvBatchConcurrency: "0",
-		EnvMaxReceiveCount:  "many",
-		EnvLogLevel:         "loud",
-		EnvLogBodies:        "maybe",
+		EnvStore:             "dynamo",
+		EnvMode:              "Transactional", // the names are exact
+		EnvRetention:         "a week",
+		EnvSafetyMargin:      "-1s",
+		EnvCacheSize:         "-5",
+		EnvBatchConcurrency:  "0",
+		EnvMaxReceiveCount:   "many",
+		EnvVisibilityTimeout: "13h", // over SQS's 12 hours
+		EnvLogLevel:          "loud",
+		EnvLogBodies:         "maybe",
 	}
 	_, err := Load(getenv(env))
 	want := append(slices.Collect(maps.Keys(env)), EnvTable) // the default store needs a table

@@ -48,7 +48,12 @@
 // holder's lease ends (SendMessage: the construct grants it on the
 // consumer's own queue); a record done on its last receive is deleted at
 // once (DeleteMessage), so that a batch-mate crashing the invocation does
-// not send it to the DLQ.
+// not send it to the DLQ. With IDEM_VISIBILITY_TIMEOUT (the queue's
+// visibility timeout, which the construct sets), a record that failed on
+// the receipt store stays hidden for up to 2^n visibility timeouts after
+// its n-th receive (ChangeMessageVisibility; sqsbatch.WithStoreBackoff), so
+// that a table that throttles or is slow for minutes delays its messages
+// instead of dead-lettering them.
 //
 // # Fault switches
 //

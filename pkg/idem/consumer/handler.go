@@ -105,6 +105,9 @@ func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, er
 	if cfg.MaxReceiveCount > 0 {
 		batchOpts = append(batchOpts, sqsbatch.WithMaxReceiveCount(cfg.MaxReceiveCount))
 	}
+	if cfg.VisibilityTimeout > 0 {
+		batchOpts = append(batchOpts, sqsbatch.WithStoreBackoff(cfg.VisibilityTimeout))
+	}
 	batchOpts = append(batchOpts, o.batchOpts...)
 	key := eff.key(cfg)
 	if cfg.Mode == ModeTransactional {

@@ -14,27 +14,28 @@ import (
 
 // Environment variables the runtime reads.
 const (
-	EnvStore            = "IDEM_STORE"             // StoreDynamoDB (default) or StoreRedis
-	EnvTable            = "IDEM_TABLE"             // receipt table; required with StoreDynamoDB
-	EnvRedisURL         = "IDEM_REDIS_URL"         // redis:// or rediss:// URL; required with StoreRedis
-	EnvNamespace        = "IDEM_NAMESPACE"         // idem namespace, the metrics' Namespace dimension; default DefaultNamespace
-	EnvMode             = "IDEM_MODE"              // ModeLease or ModeTransactional; default DefaultMode
-	EnvKey              = "IDEM_KEY"               // the business key (KeyField); required unless the Effect has a Key function
-	EnvRetention        = "IDEM_RETENTION"         // receipt TTL, a Go duration; default DefaultRetention
-	EnvSafetyMargin     = "IDEM_SAFETY_MARGIN"     // lease end - effect deadline; default DefaultSafetyMargin
-	EnvLease            = "IDEM_LEASE"             // explicit lease; default the remaining Lambda time
-	EnvCacheSize        = "IDEM_CACHE_SIZE"        // completed keys kept in memory, 0 = off; default DefaultCacheSize
-	EnvBatchConcurrency = "IDEM_BATCH_CONCURRENCY" // records of a batch run at once; default DefaultBatchConcurrency
-	EnvMaxReceiveCount  = "IDEM_MAX_RECEIVE_COUNT" // the queue's maxReceiveCount; 0 or unset: unknown
-	EnvLogLevel         = "LOG_LEVEL"              // DEBUG, INFO, WARN or ERROR; default DefaultLogLevel
-	EnvLogBodies        = "LOG_BODIES"             // log the bodies of failed records; default false
+	EnvStore             = "IDEM_STORE"              // StoreDynamoDB (default) or StoreRedis
+	EnvTable             = "IDEM_TABLE"              // receipt table; required with StoreDynamoDB
+	EnvRedisURL          = "IDEM_REDIS_URL"          // redis:// or rediss:// URL; required with StoreRedis
+	EnvNamespace         = "IDEM_NAMESPACE"          // idem namespace, the metrics' Namespace dimension; default DefaultNamespace
+	EnvMode              = "IDEM_MODE"               // ModeLease or ModeTransactional; default DefaultMode
+	EnvKey               = "IDEM_KEY"                // the business key (KeyField); required unless the Effect has a Key function
+	EnvRetention         = "IDEM_RETENTION"          // receipt TTL, a Go duration; default DefaultRetention
+	EnvSafetyMargin      = "IDEM_SAFETY_MARGIN"      // lease end - effect deadline; default DefaultSafetyMargin
+	EnvLease             = "IDEM_LEASE"              // explicit lease; default the remaining Lambda time
+	EnvCacheSize         = "IDEM_CACHE_SIZE"         // completed keys kept in memory, 0 = off; default DefaultCacheSize
+	EnvBatchConcurrency  = "IDEM_BATCH_CONCURRENCY"  // records of a batch run at once; default DefaultBatchConcurrency
+	EnvMaxReceiveCount   = "IDEM_MAX_RECEIVE_COUNT"  // the queue's maxReceiveCount; 0 or unset: unknown
+	EnvVisibilityTimeout = "IDEM_VISIBILITY_TIMEOUT" // the queue's visibility timeout, the store backoff's base; unset: unknown, no backoff
+	EnvLogLevel          = "LOG_LEVEL"               // DEBUG, INFO, WARN or ERROR; default DefaultLogLevel
+	EnvLogBodies         = "LOG_BODIES"              // log the bodies of failed records; default false
 )
 
 // Variables lists every variable the runtime reads, in the order above.
 func Variables() []string {
 	return []string{
 		EnvStore, EnvTable, EnvRedisURL, EnvNamespace, EnvMode, EnvKey, EnvRetention, EnvSafetyMargin,
-		EnvLease, EnvCacheSize, EnvBatchConcurrency, EnvMaxReceiveCount, EnvLogLevel, EnvLogBodies,
+		EnvLease, EnvCacheSize, EnvBatchConcurrency, EnvMaxReceiveCount, EnvVisibilityTimeout, EnvLogLevel, EnvLogBodies,
 	}
 }
 

@@ -33,13 +33,25 @@ var _ queueAPI = (*sqs.Client)(nil)
 // wait for the holder, sends it to its queue again, delayed
 // (sqsbatch.WithRequeue); and deletes a message done on its last receive at
 // once, so that the invocation dying afterwards does not send it to the
-// dead-letter queue (sqsbatch.WithDelete).
+// dead-letter queue (sqsbatch.WithDelete). It also keeps a record that
+// failed on the store hidden longer with each receive
+// (sqsbatch.WithStoreBackoff, with Config.VisibilityTimeout).
 type queue struct {
 	client queueAPI
 
 	mu   sync.Mutex
-	urls map[string]string // queue ARN → URL
+	urls map[string]*urlLookup // by queue ARN
 }
+
+// urlLookup is the answer to one GetQueueUrl, once done is closed.
+type urlLookup struct {
+	done chan struct{}
+	url  string
+	err  error
+}
+
+// urlTimeout bounds a GetQueueUrl, whatever its caller's deadline.
+const urlTimeout = 10 * time.Second
 
 var (
 	_ sqsbatch.Visibility = (*queue)(nil)
@@ -96,29 +108,52 @@ func (q *queue) Delete(ctx context.Context, msg events.SQSMessage) error {
 }
 
 // queueURL asks SQS for the URL of the queue arn names once, so that it
-// is right for any endpoint (an emulator's too).
+// is right for any endpoint (an emulator's too). The question outlives ctx:
+// a caller short of time — the store backoff's visibility changes, made in
+// what is left of an invocation whose store timed out — gets ctx's error,
+// and the answer is there for the next call instead of being asked for,
+// and cut short, again and again. A lookup that fails is asked again by
+// the next call.
 func (q *queue) queueURL(ctx context.Context, arn string) (string, error) {
-	q.mu.Lock()
-	url, ok := q.urls[arn]
-	q.mu.Unlock()
-	if ok {
-		return url, nil
-	}
 	// arn:<partition>:sqs:<region>:<account>:<name>
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[2] != "sqs" {
 		return "", fmt.Errorf("consumer: event source %q is not an SQS queue ARN", arn)
 	}
-	out, err := q.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5]), QueueOwnerAWSAccountId: aws.String(parts[4])})
-	if err != nil {
-		return "", fmt.Errorf("consumer: queue URL of %s: %w", parts[5], err)
-	}
-	url = aws.ToString(out.QueueUrl)
 	q.mu.Lock()
-	if q.urls == nil {
-		q.urls = map[string]string{}
+	l := q.urls[arn]
+	if l == nil {
+		l = &urlLookup{done: make(chan struct{})}
+		if q.urls == nil {
+			q.urls = map[string]*urlLookup{}
+		}
+		q.urls[arn] = l
+		go q.lookUp(arn, parts[5], parts[4], l)
 	}
-	q.urls[arn] = url
 	q.mu.Unlock()
-	return url, nil
+	select {
+	case <-l.done:
+		return l.url, l.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("consumer: queue URL of %s: %w", parts[5], ctx.Err())
+	}
+}
+
+// lookUp asks SQS for the URL of queue name in account, and forgets l
+// when it fails, so that the next call asks again.
+func (q *queue) lookUp(arn, name, account string, l *urlLookup) {
+	defer close(l.done)
+	ctx, cancel := context.WithTimeout(context.Background(), urlTimeout)
+	defer cancel()
+	out, err := q.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name), QueueOwnerAWSAccountId: aws.String(account)})
+	if err != nil {
+		l.err = fmt.Errorf("consumer: queue URL of %s: %w", name, err)
+		q.mu.Lock()
+		if q.urls[arn] == l {
+			delete(q.urls, arn)
+		}
+		q.mu.Unlock()
+		return
+	}
+	l.url = aws.ToString(out.QueueUrl)
 }

@@ -2,8 +2,10 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +118,71 @@ func TestDelete(t *testing.T) {
 	}
 	if len(f.deleted) != 1 || f.deleted[0] != "http://sqs.local/orders rh-9" {
 		t.Errorf("deleted %v", f.deleted)
+	}
+}
+
+// slowLookups answers GetQueueUrl once release is closed (or fails when its
+// context ends first), with err if set.
+type slowLookups struct {
+	*fakeQueue
+	release chan struct{}
+	err     error
+	asked   atomic.Int32
+}
+
+func (s *slowLookups) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	s.asked.Add(1)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out, _ := s.fakeQueue.GetQueueUrl(ctx, in, opts...)
+	return out, s.err
+}
+
+// TestQueueURLOutlivesItsCaller: a caller whose context ends before SQS
+// answers with the queue's URL fails, and the answer is there for the next
+// call: the store backoff's visibility changes run in what is left of an
+// invocation, too little for a first lookup on a slow day.
+func TestQueueURLOutlivesItsCaller(t *testing.T) {
+	f := &slowLookups{fakeQueue: &fakeQueue{}, release: make(chan struct{})}
+	q := &queue{client: f}
+	msg := events.SQSMessage{EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", ReceiptHandle: "rh-1"}
+	short, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	if err := q.ChangeVisibility(short, msg, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a caller out of time: %v, want context.DeadlineExceeded", err)
+	}
+	close(f.release)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := q.ChangeVisibility(ctx, msg, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.asked.Load(); n != 1 || len(f.changes) != 1 {
+		t.Errorf("%d lookups, changes %v; want one of each", n, f.changes)
+	}
+}
+
+// TestQueueURLFailureIsAskedAgain: a lookup that failed is not kept.
+func TestQueueURLFailureIsAskedAgain(t *testing.T) {
+	f := &slowLookups{fakeQueue: &fakeQueue{}, release: make(chan struct{}), err: errors.New("AccessDenied")}
+	close(f.release)
+	q := &queue{client: f}
+	msg := events.SQSMessage{EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", ReceiptHandle: "rh-1"}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := q.Delete(ctx, msg); err == nil {
+		t.Fatal("no error from a failed lookup")
+	}
+	f.err = nil
+	if err := q.Delete(ctx, msg); err != nil {
+		t.Fatalf("the lookup was not asked again: %v", err)
+	}
+	if n := f.asked.Load(); n != 2 {
+		t.Errorf("%d lookups, want two", n)
 	}
 }

@@ -65,6 +65,29 @@
 //     with WithDelete a record done on its last receive has its message
 //     deleted at once, so that an invocation that dies afterwards (another
 //     record of the batch crashing it) does not send it to the DLQ.
+//   - A store that fails or is too slow for a while delays messages, it
+//     does not dead-letter them, with WithStoreBackoff and WithVisibility:
+//     a record that failed on the store (idem.StoreError, a transactional
+//     commit that timed out included), or was not run after such a failure
+//     of its key or group (ErrGroupFailed), stays hidden for
+//     StoreBackoff(the queue's visibility timeout, its receive count), 2^n
+//     visibility timeouts after its n-th receive, at most MaxStoreBackoff
+//     (11 h 40 min, within SQS's 12 hours), less up to a quarter at random
+//     so that records that failed together do not all come back together.
+//     With a 3-minute visibility timeout and maxReceiveCount 5 that is 6,
+//     12, 24 and 48 minutes (from 4.5, 9, 18 and 36): its five receives
+//     span more than an hour, not 15 minutes. The same holds for every
+//     record of a batch that failed with
+//     ErrStoreDown. A record never comes back sooner than the queue would
+//     bring it, nor while its invocation runs, and its last receive is not
+//     delayed (the DLQ would only get it later). The change is asked as
+//     soon as the record has failed, with time of its own when the store
+//     used up the record's (half of the time kept for the response), so
+//     that a batch-mate crashing the invocation later does not lose it; a
+//     change that fails is logged and the record comes back after the
+//     queue's visibility timeout. Keep the queue's retention period longer
+//     than the sum of the backoffs before the last receive: a message
+//     still hidden when it expires is neither run nor dead-lettered.
 //   - Handle returns exactly the failed records' message ids and a nil
 //     error: a non-nil error would make Lambda retry the whole batch,
 //     successes included. One exception: when every record failed because

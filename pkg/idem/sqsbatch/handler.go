@@ -74,6 +74,8 @@ type options struct {
 	requeue     Requeue
 	deleter     Deleter
 	maxReceives int
+	// storeBackoff is the base of WithStoreBackoff, 0 without it.
+	storeBackoff time.Duration
 }
 
 // WithConcurrency bounds how many records of a batch run at once. Default
@@ -211,6 +213,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (resp events.S
 	if len(ev.Records) == 0 {
 		return resp, nil
 	}
+	invocation := ctx
 	ctx, cancel := withResponseTime(ctx)
 	defer cancel()
 	log := h.opts.logger
@@ -227,12 +230,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (resp events.S
 	// timeout; the records of one message group on a FIFO queue.
 	units := split(ev.Records, keys)
 	results := make([]RecordResult, len(ev.Records)) // each index written by one worker
+	late, cancelLate := afterRecords(ctx, invocation)
+	defer cancelLate()
 	work := make(chan []int)
 	var wg sync.WaitGroup
 	for range min(h.opts.concurrency, len(units)) {
 		wg.Go(func() {
 			for unit := range work {
-				h.runUnit(ctx, log, ev.Records, keys, unit, results)
+				h.runUnit(ctx, late, log, ev.Records, keys, unit, results)
 			}
 		})
 	}

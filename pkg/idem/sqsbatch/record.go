@@ -90,8 +90,11 @@ func split(records []events.SQSMessage, keys []keyed) [][]int {
 	return units
 }
 
-func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
+// late is the context of the store backoff's visibility changes
+// (afterRecords).
+func (h *Handler) runUnit(ctx, late context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
 	groupFailed := false
+	storeFailed := false // the unit's last failure was the store's
 	for _, i := range unit {
 		// After a failure, the rest of a FIFO group is skipped: it would
 		// overtake the failed record. On a standard queue the rest of the
@@ -103,11 +106,19 @@ func (h *Handler) runUnit(ctx context.Context, log *slog.Logger, records []event
 			r := RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
 			results[i] = r
 			h.done(ctx, log, r)
+			if storeFailed {
+				h.backOff(ctx, late, log, records[i])
+			}
 			continue
 		}
 		r := h.runRecord(ctx, log, records[i], keys[i])
 		results[i] = r
-		groupFailed = groupFailed || r.Failed
+		if r.Failed {
+			groupFailed, storeFailed = true, r.Outcome == idem.StoreError
+			if storeFailed {
+				h.backOff(ctx, late, log, records[i])
+			}
+		}
 	}
 }
 
