@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -24,7 +23,7 @@ type keyed struct {
 	err error
 	// lock is shared by the records of the batch with this key, so that
 	// they run one after the other whatever their unit (runRecord).
-	lock *sync.Mutex
+	lock chan struct{}
 }
 
 // keyOf runs the key function; a panic in it fails that record only.
@@ -45,14 +44,14 @@ func (h *Handler) keyOf(msg events.SQSMessage) (key string, err error) {
 // one key one lock.
 func (h *Handler) keysOf(records []events.SQSMessage) []keyed {
 	keys := make([]keyed, len(records))
-	locks := make(map[string]*sync.Mutex)
+	locks := make(map[string]chan struct{})
 	for i, msg := range records {
 		keys[i].key, keys[i].err = h.keyOf(msg)
 		if keys[i].err != nil {
 			continue
 		}
 		if locks[keys[i].key] == nil {
-			locks[keys[i].key] = new(sync.Mutex)
+			locks[keys[i].key] = make(chan struct{}, 1)
 		}
 		keys[i].lock = locks[keys[i].key]
 	}
@@ -161,8 +160,8 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	// fail, into the dead-letter queue on its last receive, although the
 	// effect happened. After the first, it is a Duplicate. A worker holds
 	// one key at a time, so the waits cannot deadlock.
-	k.lock.Lock()
-	defer k.lock.Unlock()
+	k.lock <- struct{}{}
+	defer func() { <-k.lock }()
 
 	// A panic in the effect (the Guard releases the record and re-raises
 	// it) stops here, so it fails this record only.
