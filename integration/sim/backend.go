@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
@@ -38,6 +39,11 @@ func (w *world) request(ctx context.Context, skey string, apply func(), refuse f
 	v, dead := p.at(actor, kindRequest)
 	if dead {
 		return errDead
+	}
+	if err := ctx.Err(); errors.Is(err, context.Canceled) {
+		// Cancelled by its caller (at this point, or before it): the
+		// client sends nothing, as the SDK and go-redis do.
+		return err
 	}
 	token := w.check.token(actor)
 	if v.fault != faultNone {

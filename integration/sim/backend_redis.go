@@ -32,7 +32,11 @@ type redisBackend struct {
 }
 
 func newRedisBackend(w *world) *redisBackend {
-	return &redisBackend{w: w, srv: redismodel.New(time.Now), s: redisStore}
+	b := &redisBackend{w: w, srv: redismodel.New(time.Now), s: redisStore}
+	if w.cfg.CheckReplicas {
+		b.checkReplicas(w.cfg.Replicas)
+	}
+	return b
 }
 
 // redisStore is the Store of every Redis schedule: its requests find their

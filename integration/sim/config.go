@@ -44,6 +44,36 @@ type Config struct {
 	POOM                           float64 // Redis: the server fills up
 	Poison                         string  // a key whose effect always fails ("" none)
 	ItemLimit                      int     // DynamoDB item size limit (small: results too large)
+
+	// Knobs added later (drawn from their own generator: see draw).
+
+	// KeyByID: records are keyed by sqsbatch.MessageID, not a business key.
+	// An item is then a message: on a standard queue the copies of a key
+	// are SQS's own duplicates of one message (one message id, a receipt
+	// handle each), and a requeued copy is a new message with a new id
+	// that is still the same item.
+	KeyByID bool
+	// FIFO: a FIFO queue; every message is in a message group (Message.Group).
+	FIFO bool
+	// HandlerConcurrency is sqsbatch.WithConcurrency (0: 2).
+	HandlerConcurrency int
+	// PCancel: per point of a worker's process, the invocation's context
+	// is cancelled there (the consumer runtime shutting down).
+	PCancel float64
+	// PHookPanic, PTracerPanic: per call, the record hook or the tracer
+	// (sqsbatch.WithRecordHook, WithTracer) panics.
+	PHookPanic, PTracerPanic float64
+	// CheckReplicas: a Redis world whose primary has Replicas replicas
+	// and a Store without WithWaitReplicas: Check runs first, and must
+	// name the setting when there are any (a failover loses what a
+	// replica had not received), and find nothing when there are none.
+	CheckReplicas bool
+	Replicas      int
+	// Crowd: more keys than any in-memory bound of the Guard (owed
+	// receipts, the cache), with receipt writes that hang (PReceiptHang)
+	// until the deadline, so that one process owes many receipts at once.
+	Crowd        bool
+	PReceiptHang float64
 }
 
 // Message is one message sent to the queue.
@@ -53,6 +83,10 @@ type Message struct {
 	Variant int           // payload: copies with another variant are the same key with other content
 	SentAt  time.Duration // after the start
 	Large   bool          // its effect returns a result too large to keep
+
+	Group    string // FIFO: its message group
+	NoKey    bool   // sent without its key attribute (a producer's bug): rejected
+	Requeues string // a sqsidem-requeues attribute its producer set ("" none)
 }
 
 // draw makes the Config of seed.
@@ -118,14 +152,17 @@ func draw(seed uint64) Config {
 		c.Poison = "k0"
 	}
 	if r.IntN(8) == 0 {
-		c.ItemLimit = 300 // DynamoDB refuses what a result makes larger
+		// DynamoDB refuses what a result makes larger: a record without
+		// its result (about 380 bytes at most, the longest schema with a
+		// released lease and an error) fits, a large result does not.
+		c.ItemLimit = 450
 	}
 	// Knobs added later draw from a generator of their own, so that the
 	// draws above, and the schedules of older seeds without them, stay.
 	later := rand.New(rand.NewPCG(seed, 0x7265717565))
 	c.Requeue = c.LastWait && later.IntN(2) == 0
 	c.Delete = c.LastWait && later.IntN(2) == 0
-	_ = later
+	drawLater(&c, later)
 	return c
 }
 
@@ -147,6 +184,19 @@ func skew(r *rand.Rand, margin time.Duration) time.Duration {
 func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives (last wait %v, requeue %v, delete %v), margin %s lease %s retention %s cache %d, %d messages, skews %v",
+	s := fmt.Sprintf("seed %d: %s mode on %s, T=%s lambda=%v batch %d×%d, %d receives (last wait %v, requeue %v, delete %v), margin %s lease %s retention %s cache %d, %d messages, skews %v",
 		c.Seed, c.Mode, c.Backend, c.Timeout, c.Lambda, c.BatchSize, c.Concurrency, c.MaxReceives, c.LastWait, c.Requeue, c.Delete, c.Margin, c.Lease, c.Retention, c.Cache, len(c.Messages), c.Skews)
+	for _, k := range []struct {
+		on   bool
+		what string
+	}{
+		{c.FIFO, "FIFO"}, {c.KeyByID, "keyed by message id"}, {c.Crowd, fmt.Sprintf("crowded (receipts hang %.2f)", c.PReceiptHang)},
+		{c.PCancel > 0, fmt.Sprintf("cancel %.3f", c.PCancel)}, {c.PHookPanic > 0, fmt.Sprintf("hook panics %.2f", c.PHookPanic)},
+		{c.PTracerPanic > 0, fmt.Sprintf("tracer panics %.2f", c.PTracerPanic)}, {c.CheckReplicas, fmt.Sprintf("%d replicas", c.Replicas)},
+	} {
+		if k.on {
+			s += ", " + k.what
+		}
+	}
+	return s
 }

@@ -24,7 +24,7 @@ func (p *process) effect(ctx context.Context, key string, msg events.SQSMessage)
 	switch {
 	case dead:
 		return nil, errDead
-	case key == p.w.cfg.Poison:
+	case p.w.check.message(actor).Key == p.w.cfg.Poison:
 		return nil, fmt.Errorf("%w: poison", errEffect)
 	case v.fault == faultEffect:
 		return nil, errEffect
@@ -35,7 +35,7 @@ func (p *process) effect(ctx context.Context, key string, msg events.SQSMessage)
 		return nil, err
 	}
 	lease, _ := idem.LeaseFromContext(ctx)
-	value := p.w.check.effect(p, actor, key, lease.Token)
+	value := p.w.check.effect(p, actor, lease.Token)
 	if p.crashAfter(v, "the effect") {
 		return nil, errDead
 	}
@@ -60,7 +60,8 @@ func (p *process) txEffect(ctx context.Context, key string, msg events.SQSMessag
 	if err := ctx.Err(); err != nil {
 		return idem.TxEffect{}, err
 	}
-	writes := p.w.store.(ledgerWriter).ledgerWrites(key, key == p.w.cfg.Poison)
+	item := p.w.check.message(actor).Key // the ledger counts the item's effects, whatever key they ran under
+	writes := p.w.store.(ledgerWriter).ledgerWrites(item, item == p.w.cfg.Poison)
 	value := []byte(key + "=tx")
 	if p.w.check.message(actor).Large {
 		value = []byte(strings.Repeat(string(value), 8))

@@ -36,9 +36,18 @@ func (w *world) decide(pt *point) verdict {
 		case x < c.PCrash+c.PFreeze:
 			v.freeze = pick(w.rng, c.Margin/2, c.Margin+time.Millisecond, c.Timeout/2, c.Timeout+c.Margin, 3*c.Timeout)
 		}
+		// Drawn only where it can happen, so that the draws of the
+		// schedules without it stay as they were.
+		v.cancel = c.PCancel > 0 && w.rng.Float64() < c.PCancel
 	}
 	switch pt.kind {
 	case kindRequest:
+		if c.PReceiptHang > 0 && w.check.receiptWrite(pt.actor) && w.rng.Float64() < c.PReceiptHang {
+			// A receipt write that hangs until its caller's deadline:
+			// the cheapest way to many receipts owed at once.
+			v.fault, v.never = faultSlow, true
+			return v
+		}
 		switch x := w.rng.Float64(); {
 		case x < c.PFail:
 			v.fault = faultRefuse

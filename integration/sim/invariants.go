@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -64,6 +63,11 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 		(before.Status != idem.StatusCompleted || before.Lease != token || !existed) {
 		o.landedReceipt(skey, token, after)
 	}
+	if exists && existed && after.Status == idem.StatusFailed && after.Lease == token && before.Status == idem.StatusInProgress {
+		if at := o.attempts[token]; at != nil && at.releasedAt.IsZero() {
+			at.releasedAt, at.releasedSeq = time.Now(), o.seq
+		}
+	}
 	switch {
 	case !exists:
 		return // the TTL process deleted it (checked there)
@@ -96,6 +100,9 @@ func (o *oracle) landedReceipt(skey, token string, rec idem.Record) {
 		return
 	}
 	at.landedAt = time.Now()
+	if c := o.w.cfg.MaxResult; c > 0 && len(rec.Result) > c {
+		o.violatef("%s: a receipt keeps a result of %d bytes, over the Guard's cap of %d", short(skey), len(rec.Result), c)
+	}
 	o.landed[skey] = append(o.landed[skey], landedReceipt{token: token, value: rec.Result, omitted: rec.ResultOmitted,
 		variant: at.variant, expiresAt: rec.ExpiresAt, at: time.Now()})
 }
@@ -110,11 +117,14 @@ func (o *oracle) expired(expiresAt, now time.Time) bool {
 	return expiresAt.UnixMilli() < now.UnixMilli()
 }
 
-// effect is told that actor's effect took place for key under token; it
-// returns the effect's result.
-func (o *oracle) effect(p *process, actor, key string, token string) []byte {
+// effect is told that actor's effect took place under token; it returns
+// the effect's result. What took place is the effect of actor's item (its
+// business key, or the message it keys records by), whatever key it ran
+// under: two effects of one item are a double, under one key or two.
+func (o *oracle) effect(p *process, actor string, token string) []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	key := o.message(actor).Key
 	at := o.attempts[token]
 	if at == nil { // cannot be: an effect runs under a lease taken
 		o.violatef("%s: effect for %s under unknown lease %s", actor, key, o.lease(token))
@@ -137,6 +147,11 @@ func (o *oracle) effect(p *process, actor, key string, token string) []byte {
 
 // double classifies a second application (b) of an effect applied by a.
 func (o *oracle) double(a, b *attempt) {
+	if a.skey != b.skey {
+		o.violatef("double effect for %s: %s (lease %s, %s) and %s (lease %s, %s) ran it under two keys (%s and %s)",
+			a.key, a.actor, o.lease(a.token), a.proc.name, b.actor, o.lease(b.token), b.proc.name, short(a.skey), short(b.skey))
+		return
+	}
 	cause := o.cause(a, b)
 	if cause == "" {
 		o.violatef("double effect for %s: %s (lease %s, %s) and %s (lease %s, %s), unexplained",
@@ -261,11 +276,13 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.Outcomes[outcomeName(r)]++
-	if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n >= o.w.cfg.MaxReceives {
-		o.last[msg.MessageId] = r.Outcome
+	o.reported[actor] = true
+	if lastReceive(msg, o.w.cfg) {
+		o.last[queueID(actor)] = r.Outcome
 	}
 	o.w.logf(actor, "→ %s %v", outcomeName(r), errText(r.Err))
 	m := o.message(actor)
+	o.checkRecord(p, actor, msg, m, r)
 	if o.own[actor] && (r.Outcome == idem.InProgress || r.Outcome == idem.Duplicate || r.Outcome == idem.Mismatch) {
 		o.violatef("%s: its own lease, found by a retried acquire, reported as %s", actor, r.Outcome)
 	}
@@ -275,7 +292,7 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	// Every message of a schedule is valid, and every option it uses is
 	// one New accepted: a rejection, or a store error where no fault was
 	// injected, is a false error.
-	if r.Outcome == idem.Rejected {
+	if r.Outcome == idem.Rejected && !m.NoKey {
 		o.violatef("%s: a valid message rejected: %v", actor, r.Err)
 	}
 	if r.Outcome == idem.StoreError && o.faulted[actor] == 0 {
@@ -328,6 +345,10 @@ func (o *oracle) deleted(m *sqsMessage) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.Deleted++
+	if m.NoKey {
+		o.violatef("message %s deleted, though it has no key: nothing could run it", m.ID)
+		return
+	}
 	if len(o.applied[m.Key]) > 0 || len(o.landed[o.skeyOf[m.Key]]) > 0 {
 		return
 	}

@@ -24,7 +24,8 @@ type oracle struct {
 	attempts map[string]*attempt         // by lease (or commit) token
 	current  map[string]string           // actor → token of its attempt in progress
 	own      map[string]bool             // actor: its acquire found its own lease in the way
-	sameInv  map[string]string           // actor: the holder it met runs in its own invocation
+	sameInv  map[string]string           // actor: the holder it met runs in its own invocation, at the same time
+	reported map[string]bool             // actor: its record was reported (its Guard calls are over)
 	landed   map[string][]landedReceipt  // storage key → receipts written
 	applied  map[string][]*attempt       // business key → attempts whose effect took place
 	deaths   map[*process]time.Time      // when each dead process died
@@ -35,7 +36,10 @@ type oracle struct {
 	taken    map[string][]*attempt       // storage key → the attempts that took it, in order
 	seq      int
 	faulted  map[string]int          // actor → faults its requests met
-	last     map[string]idem.Outcome // message ID → the outcome of its last allowed delivery
+	last     map[string]idem.Outcome // message (its ID in the queue) → the outcome of its last allowed delivery
+	// cancelled: actor's last acquire or commit failed with its context
+	// cancelled by its caller: the Guard must say so, not blame the store.
+	cancelled map[string]bool
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -54,6 +58,8 @@ type attempt struct {
 	completeAt              time.Time // its first receipt write
 	faults                  []time.Time
 	landedAt                time.Time
+	releasedAt              time.Time // when its release landed
+	releasedSeq             int       // the takes of records so far, then
 }
 
 type landedReceipt struct {
@@ -68,11 +74,11 @@ type landedReceipt struct {
 func newOracle(w *world) *oracle {
 	o := &oracle{
 		w: w, doubles: map[string]int{}, attempts: map[string]*attempt{}, current: map[string]string{},
-		own: map[string]bool{}, sameInv: map[string]string{}, landed: map[string][]landedReceipt{},
+		own: map[string]bool{}, sameInv: map[string]string{}, reported: map[string]bool{}, landed: map[string][]landedReceipt{},
 		applied: map[string][]*attempt{}, deaths: map[*process]time.Time{}, freezes: map[*process][][2]time.Time{},
 		skeyOf: map[string]string{}, ghosts: map[string]int{}, started: map[string]time.Time{}, taken: map[string][]*attempt{},
 		faulted: map[string]int{},
-		last:    map[string]idem.Outcome{},
+		last:    map[string]idem.Outcome{}, cancelled: map[string]bool{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -120,17 +126,19 @@ func (o *oracle) acquiring(ctx context.Context, actor string, p *process, a idem
 	defer o.mu.Unlock()
 	m := o.message(actor)
 	o.current[actor] = a.Lease
+	o.cancelled[actor] = false
 	deadline, _ := ctx.Deadline()
 	o.attempts[a.Lease] = &attempt{token: a.Lease, actor: actor, key: m.Key, skey: a.Key, proc: p, variant: m.Variant,
 		acquiredAt: a.Now, leaseUntil: a.LeaseUntil, expiresAt: a.ExpiresAt, acquiredReal: time.Now(), deadline: deadline}
 }
 
-func (o *oracle) acquired(actor string, a idem.Acquisition, rec idem.Record, ok bool, err error) {
+func (o *oracle) acquired(ctx context.Context, actor string, a idem.Acquisition, rec idem.Record, ok bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
 	case err != nil:
 		o.w.logf(actor, "acquire %s: %v", short(a.Key), err)
+		o.failedCall(ctx, actor, a.Key, a.Now, err)
 	case ok:
 		o.w.logf(actor, "acquire %s: taken, lease %s until +%s, attempt %d", short(a.Key), o.lease(a.Lease), a.LeaseUntil.Sub(a.Now), rec.Attempts)
 		o.took(o.attempts[a.Lease])
@@ -139,7 +147,10 @@ func (o *oracle) acquired(actor string, a idem.Acquisition, rec idem.Record, ok 
 		if rec.Lease == a.Lease {
 			o.own[actor] = true
 			o.took(o.attempts[a.Lease])
-		} else if h := o.attempts[rec.Lease]; h != nil && rec.Status == idem.StatusInProgress && invocation(h.actor) == invocation(actor) {
+		} else if h := o.attempts[rec.Lease]; h != nil && rec.Status == idem.StatusInProgress && invocation(h.actor) == invocation(actor) && !o.reported[h.actor] {
+			// A copy whose call is over may have left its lease behind
+			// (an acquire that landed and then failed): the copy after
+			// it meets it, in progress, rightly.
 			o.sameInv[actor] = h.actor
 		}
 		o.checkInTheWay(actor, a, rec)
@@ -160,18 +171,45 @@ func (o *oracle) completed(actor, skey, token string, err error) {
 	defer o.mu.Unlock()
 	o.w.logf(actor, "complete %s (lease %s): %v", short(skey), o.lease(token), errText(err))
 	giveUp := err != nil && !errors.Is(err, idem.ErrLeaseLost) && !errors.Is(err, idem.ErrResultTooLarge) // the Guard writes it again without its result
-	if at := o.attempts[token]; at != nil && giveUp && at.gaveUpAt.IsZero() {
+	at := o.attempts[token]
+	if at != nil && giveUp && at.gaveUpAt.IsZero() {
 		at.gaveUpAt = time.Now()
 	}
 	if errors.Is(err, idem.ErrLeaseLost) {
-		if rec, found := o.w.store.record(skey); found && rec.Lease == token {
+		if rec, found := o.w.store.record(skey); (found && rec.Lease == token) || (at != nil && !at.landedAt.IsZero()) {
 			o.violatef("%s: its own receipt write (lease %s) reported lease lost", actor, o.lease(token))
 		}
 	}
 }
 
+// released checks a release: one that landed (its reply lost, sent again
+// after another attempt took the FAILED record it left) is the caller's
+// own write, never lease lost.
 func (o *oracle) released(actor, skey, token string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.w.logf(actor, "release %s (lease %s): %v", short(skey), o.lease(token), errText(err))
+	at := o.attempts[token]
+	if at == nil || at.releasedAt.IsZero() || !errors.Is(err, idem.ErrLeaseLost) {
+		return
+	}
+	// A store can tell its own release sent again from the record: by
+	// what the acquire that took the record from it replaced (one takeover
+	// back, whatever the taker did since), or by the last release that
+	// landed (any number of takeovers, none of them released since).
+	// Beyond both — two takeovers and another release — it cannot, and
+	// lease lost is what it says.
+	takers, released := 0, false
+	for _, t := range o.taken[skey] {
+		if t.acquiredSeq > at.releasedSeq {
+			takers++
+			released = released || !t.releasedAt.IsZero()
+		}
+	}
+	if takers <= 1 || !released {
+		o.violatef("%s: its own release (lease %s), which landed at %s, reported lease lost (%d attempts took the record since, released %v)",
+			actor, o.lease(token), o.w.at(at.releasedAt), takers, released)
+	}
 }
 
 func (o *oracle) committing(actor string, p *process, t idem.Transaction) {
@@ -179,14 +217,18 @@ func (o *oracle) committing(actor string, p *process, t idem.Transaction) {
 	defer o.mu.Unlock()
 	m := o.message(actor)
 	o.current[actor] = t.Token
+	o.cancelled[actor] = false
 	o.attempts[t.Token] = &attempt{token: t.Token, actor: actor, key: m.Key, skey: t.Key, proc: p, variant: m.Variant,
 		acquiredAt: t.Now, acquiredReal: time.Now()}
 }
 
-func (o *oracle) committed(actor string, t idem.Transaction, rec idem.Record, ok bool, err error) {
+func (o *oracle) committed(ctx context.Context, actor string, t idem.Transaction, rec idem.Record, ok bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.w.logf(actor, "commit %s (token %s): committed %v, in the way %s %s, %v", short(t.Key), o.lease(t.Token), ok, rec.Status, o.lease(rec.Lease), errText(err))
+	if err != nil {
+		o.failedCall(ctx, actor, t.Key, t.Now, err)
+	}
 	if !ok && err == nil && rec.Lease == t.Token {
 		o.violatef("%s: its own commit (token %s) reported as not committed", actor, o.lease(t.Token))
 	}
@@ -261,6 +303,13 @@ func (o *oracle) froze(p *process, from, until time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.freezes[p] = append(o.freezes[p], [2]time.Time{from, until})
+}
+
+// count changes the statistics.
+func (o *oracle) count(f func(*Stats)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(&o.stats)
 }
 
 func (o *oracle) delivered(n int) {

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
@@ -30,6 +28,7 @@ type process struct {
 	dead        bool
 	frozenUntil time.Time
 	busy        bool
+	cancel      context.CancelFunc // the context of its invocation in progress
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -56,7 +55,11 @@ func (w *world) newProcess(slot, gen int) *process {
 		panic(fmt.Sprintf("sim: guard: %v", err)) // a bad Config is the simulator's bug
 	}
 	p.guard = g
-	hopts := []sqsbatch.Option{sqsbatch.WithLogger(quiet), sqsbatch.WithTracer(p), sqsbatch.WithConcurrency(2)}
+	conc := 2
+	if c.HandlerConcurrency > 0 {
+		conc = c.HandlerConcurrency
+	}
+	hopts := []sqsbatch.Option{sqsbatch.WithLogger(quiet), sqsbatch.WithTracer(p), sqsbatch.WithConcurrency(conc), sqsbatch.WithRecordHook(p.hook)}
 	if c.Visibility {
 		hopts = append(hopts, sqsbatch.WithVisibility(w.queue))
 	}
@@ -70,6 +73,9 @@ func (w *world) newProcess(slot, gen int) *process {
 		hopts = append(hopts, sqsbatch.WithDelete(w.queue))
 	}
 	key := sqsbatch.Attribute("key")
+	if c.KeyByID {
+		key = sqsbatch.MessageID
+	}
 	if c.Mode == "tx" {
 		p.handler, err = sqsbatch.NewTx(g, key, p.txEffect, hopts...)
 	} else {
@@ -103,11 +109,27 @@ func (p *process) at(actor string, k kind) (v verdict, dead bool) {
 	if p.isDead() {
 		return verdict{}, true
 	}
+	if v.cancel {
+		p.cancelInvocation(actor)
+	}
 	if v.crash && !v.after {
 		p.kill("crashes before " + k.String())
 		return verdict{}, true
 	}
 	return v, false
+}
+
+// cancelInvocation cancels the context of p's invocation in progress, as
+// a worker shutting down does, at a point of actor.
+func (p *process) cancelInvocation(actor string) {
+	p.mu.Lock()
+	cancel := p.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		p.w.logf(actor, "the invocation's context is cancelled")
+		p.w.check.count(func(s *Stats) { s.Cancelled++ })
+		cancel()
+	}
 }
 
 // crashAfter kills p when v says the process dies just after the action it
@@ -171,24 +193,6 @@ func (p *process) waitThaw() bool {
 func (p *process) clock() time.Time {
 	_, _ = p.at(p.name+"/clock", kindClock)
 	return time.Now()
-}
-
-// Batch implements sqsbatch.Tracer: nothing to follow per batch.
-func (p *process) Batch(ctx context.Context, _ events.SQSEvent) (context.Context, func(events.SQSEventResponse, error)) {
-	return ctx, func(events.SQSEventResponse, error) {}
-}
-
-// Record implements sqsbatch.Tracer: it names the record's context after
-// the delivery, so that its points have a stable actor, and puts its
-// process there.
-func (p *process) Record(ctx context.Context, msg events.SQSMessage) (context.Context, func(sqsbatch.RecordResult)) {
-	actor := msg.ReceiptHandle // unique per delivery: inv/message
-	ctx = context.WithValue(context.WithValue(ctx, actorKey{}, actor), procKey{}, p)
-	return ctx, func(r sqsbatch.RecordResult) {
-		if !p.isDead() {
-			p.w.check.recorded(p, actor, msg, r)
-		}
-	}
 }
 
 func (k kind) String() string {

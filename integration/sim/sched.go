@@ -45,6 +45,7 @@ type verdict struct {
 	freeze time.Duration // the process stops for this long first (a zombie when it outlives its lease)
 	delay  time.Duration // a slow request: how long it takes to apply
 	never  bool          // a slow request that never applies
+	cancel bool          // the context of the process's invocation is cancelled first
 }
 
 type scheduler struct {

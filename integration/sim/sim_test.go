@@ -44,6 +44,9 @@ func TestSimulate(t *testing.T) {
 	next.Store(*first)
 	last := *first + uint64(*seeds)
 	workers := runtime.GOMAXPROCS(0)
+	running := make([]atomic.Uint64, workers) // the seed each worker runs, 0 none
+	stop := watch(running)
+	defer stop()
 	t.Run("workers", func(t *testing.T) {
 		for i := range workers {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -54,7 +57,9 @@ func TestSimulate(t *testing.T) {
 					if seed >= last {
 						break
 					}
+					running[i].Store(seed)
 					res := Run(t, draw(seed))
+					running[i].Store(0)
 					mine.add(res)
 					if len(res.Violations) > 0 {
 						mu.Lock()
@@ -81,16 +86,51 @@ func TestSimulate(t *testing.T) {
 	}
 }
 
+// hungAfter is how long one schedule may take (real time) before the
+// watchdog calls it hung: the slowest take a second.
+const hungAfter = 2 * time.Minute
+
+// watch fails the run, naming the seed, when a worker runs one schedule
+// for longer than hungAfter: a goroutine the bubble cannot see as blocked
+// (waiting on a sync.Mutex whose holder waits for the scheduler) stops the
+// scheduler for ever. It panics: a bubble cannot be stopped from outside.
+func watch(running []atomic.Uint64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		since := make([]time.Time, len(running))
+		seen := make([]uint64, len(running))
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				for i := range running {
+					switch s := running[i].Load(); {
+					case s != seen[i]:
+						seen[i], since[i] = s, now
+					case s != 0 && now.Sub(since[i]) > hungAfter:
+						panic(fmt.Sprintf("sim: seed %d: the schedule hung (%s of real time): a goroutine blocked where synctest cannot see it, e.g. on a sync.Mutex held across a point (replay: go test ./integration/sim -run TestSimulate -sim.seed %d)", s, hungAfter, s))
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Totals sums schedules.
 type Totals struct {
-	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone int
-	Doubles                                                                                  map[string]int
-	Outcomes                                                                                 map[string]int
+	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone, Cancelled, Panics int
+	Doubles                                                                                                     map[string]int
+	Outcomes                                                                                                    map[string]int
 }
 
 func (t *Totals) add(r Result) {
 	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
-		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone,
+		Cancelled: r.Stats.Cancelled, Panics: r.Stats.Panics, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
 }
 
 func (t *Totals) merge(o Totals) {
@@ -103,6 +143,8 @@ func (t *Totals) merge(o Totals) {
 	t.Requeued += o.Requeued
 	t.DLQInProgress += o.DLQInProgress
 	t.DLQDone += o.DLQDone
+	t.Cancelled += o.Cancelled
+	t.Panics += o.Panics
 	if t.Doubles == nil {
 		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
 	}
@@ -116,8 +158,8 @@ func (t *Totals) merge(o Totals) {
 
 func (t Totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive); outcomes",
-		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone)
+	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics; outcomes",
+		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics)
 	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
 		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
 	}

@@ -39,7 +39,7 @@ func (s *skewed) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, 
 	actor := s.w.actorOf(ctx)
 	s.w.check.acquiring(ctx, actor, s.p, a)
 	rec, ok, err := s.Store.Acquire(ctx, a)
-	s.w.check.acquired(actor, a, rec, ok, err)
+	s.w.check.acquired(ctx, actor, a, rec, ok, err)
 	return unshift(rec, d), ok, err
 }
 
@@ -66,6 +66,6 @@ func (s *skewed) Commit(ctx context.Context, t idem.Transaction) (idem.Record, b
 	actor := s.w.actorOf(ctx)
 	s.w.check.committing(actor, s.p, t)
 	rec, ok, err := s.Store.(idem.TxStore).Commit(ctx, t)
-	s.w.check.committed(actor, t, rec, ok, err)
+	s.w.check.committed(ctx, actor, t, rec, ok, err)
 	return unshift(rec, d), ok, err
 }

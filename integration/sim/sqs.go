@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
-// queue is an SQS standard queue with a redrive policy, as the event
-// source mapping sees it: a message received is invisible for the
-// visibility timeout (6 × T), and a message received more than
-// maxReceiveCount times goes to the dead-letter queue instead.
+// queue is an SQS queue with a redrive policy, as the event source
+// mapping sees it: a message received is invisible for the visibility
+// timeout (6 × T), and a message received more than maxReceiveCount times
+// goes to the dead-letter queue instead. A standard queue returns what is
+// visible in any order; a FIFO queue (fifo.go) returns each message group
+// in order and holds a group back while a message of it is in flight.
 type queue struct {
 	w   *world
 	rng *rand.Rand // the poller's own: only the poller goroutine uses it
@@ -30,6 +33,8 @@ type queue struct {
 
 type sqsMessage struct {
 	Message
+	msgID     string // the message id SQS gives it (ID is the simulation's own name)
+	depth     int    // how often its message was requeued before it
 	receives  int
 	visibleAt time.Time
 	handle    string // of the latest receive: only it deletes or changes visibility
@@ -43,7 +48,11 @@ type sqsMessage struct {
 func newQueue(w *world) *queue {
 	q := &queue{w: w, rng: rand.New(rand.NewPCG(w.cfg.Seed, 0x51b5))}
 	for _, m := range w.cfg.Messages {
-		q.msgs = append(q.msgs, &sqsMessage{Message: m})
+		id := m.ID
+		if w.cfg.KeyByID {
+			id = m.Key // SQS's duplicates of one message share its id
+		}
+		q.msgs = append(q.msgs, &sqsMessage{Message: m, msgID: id})
 	}
 	return q
 }
@@ -80,42 +89,78 @@ func (q *queue) receive(now time.Time, n int, inv string) []events.SQSMessage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var visible []*sqsMessage
-	for _, m := range q.msgs {
-		if m.sent && !m.deleted && !m.dlq && !m.visibleAt.After(now) {
-			visible = append(visible, m)
+	if q.w.cfg.FIFO {
+		visible = q.fifoVisible(now)
+	} else {
+		for _, m := range q.msgs {
+			if m.sent && !m.deleted && !m.dlq && !m.visibleAt.After(now) {
+				visible = append(visible, m)
+			}
 		}
+		q.rng.Shuffle(len(visible), func(i, j int) { visible[i], visible[j] = visible[j], visible[i] })
 	}
-	q.rng.Shuffle(len(visible), func(i, j int) { visible[i], visible[j] = visible[j], visible[i] })
 	var out []events.SQSMessage
+	ids := map[string]bool{}
 	for _, m := range visible {
 		if len(out) == n {
 			break
+		}
+		if ids[m.msgID] {
+			continue // one message's duplicates are not in one batch: the response names records by id
 		}
 		if m.receives >= q.w.cfg.MaxReceives {
 			m.dlq = true
 			q.w.logf("queue", "%s (%s) to the DLQ after %d receives", m.ID, m.Key, m.receives)
 			continue
 		}
+		ids[m.msgID] = true
 		m.receives++
 		m.visibleAt = now.Add(q.visibility())
 		m.handle = inv + "/" + m.ID
+		arn, attrs := "arn:aws:sqs:us-east-1:000000000000:sim", map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives)}
+		if q.w.cfg.FIFO {
+			arn += ".fifo"
+			attrs["MessageGroupId"] = m.Group
+		}
 		out = append(out, events.SQSMessage{
-			MessageId:         m.ID,
+			MessageId:         m.msgID,
 			ReceiptHandle:     m.handle,
 			Body:              fmt.Sprintf("%s:v%d", m.Key, m.Variant),
-			EventSourceARN:    "arn:aws:sqs:us-east-1:000000000000:sim",
-			Attributes:        map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives)},
+			EventSourceARN:    arn,
+			Attributes:        attrs,
 			MessageAttributes: m.attributes(),
 		})
 	}
 	return out
 }
 
+// attributes are the message attributes as its producer sent them: the
+// key (unless it forgot it), and a requeue count if it set one; a requeued
+// copy's, as the handler sent them.
 func (m *sqsMessage) attributes() map[string]events.SQSMessageAttribute {
 	if m.attrs != nil {
 		return maps.Clone(m.attrs)
 	}
-	return map[string]events.SQSMessageAttribute{"key": {DataType: "String", StringValue: &m.Key}}
+	attrs := map[string]events.SQSMessageAttribute{}
+	if !m.NoKey {
+		attrs["key"] = events.SQSMessageAttribute{DataType: "String", StringValue: &m.Key}
+	}
+	if m.Requeues != "" {
+		v, typ := m.Requeues, "Number"
+		if _, err := strconv.Atoi(v); err != nil {
+			typ = "String"
+		}
+		attrs[sqsbatch.RequeuesAttribute] = events.SQSMessageAttribute{DataType: typ, StringValue: &v}
+	}
+	return attrs
+}
+
+// keyAttr is a record's key attribute, for the trace.
+func keyAttr(msg events.SQSMessage) string {
+	if a, ok := msg.MessageAttributes["key"]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return "no key"
 }
 
 func (q *queue) find(handle string) *sqsMessage {
@@ -213,184 +258,23 @@ func (q *queue) Delete(ctx context.Context, msg events.SQSMessage) error {
 	return nil
 }
 
-// send adds a delayed copy of msg to the queue.
+// send adds a delayed copy of msg to the queue: a new message, with a new
+// message id, as SendMessage makes.
 func (q *queue) send(actor string, msg events.SQSMessage, delay time.Duration) {
 	q.mu.Lock()
-	i := slices.IndexFunc(q.msgs, func(m *sqsMessage) bool { return m.ID == msg.MessageId })
+	id := msg.ReceiptHandle[strings.IndexByte(msg.ReceiptHandle, '/')+1:] // inv/ID
+	i := slices.IndexFunc(q.msgs, func(m *sqsMessage) bool { return m.ID == id })
 	if i < 0 {
 		q.mu.Unlock()
-		panic("sim: Requeue of a message never sent: " + msg.MessageId)
+		panic("sim: Requeue of a message never received: " + msg.ReceiptHandle)
 	}
 	src := q.msgs[i]
 	src.requeued = true
-	m := &sqsMessage{Message: src.Message, sent: true, visibleAt: time.Now().Add(delay), attrs: msg.MessageAttributes}
+	m := &sqsMessage{Message: src.Message, sent: true, visibleAt: time.Now().Add(delay), attrs: msg.MessageAttributes, depth: src.depth + 1}
 	m.ID = fmt.Sprintf("%s.r%d", src.ID, len(q.msgs))
+	m.msgID = m.ID
 	q.msgs = append(q.msgs, m)
 	q.mu.Unlock()
 	q.w.logf(actor, "requeues %s as %s, visible in %s", src.ID, m.ID, delay)
-}
-
-// poll is the event source mapping: it sends what is due, receives batches
-// while an invocation slot is free, and ends when every message is deleted
-// or dead-lettered and no invocation runs.
-func (w *world) poll() {
-	slots := make([]*process, w.cfg.Concurrency)
-	gens := make([]int, w.cfg.Concurrency)
-	for {
-		// A point first: what the poller sees and does next is the
-		// scheduler's order, not the runtime's, when an invocation ending
-		// and a message coming due wake it at the same instant.
-		w.sched.at("poller", kindWorld, nil)
-		now := time.Now()
-		resolved, next := w.queue.tick(now)
-		w.mu.Lock()
-		running := w.running
-		w.mu.Unlock()
-		if resolved && running == 0 {
-			return
-		}
-		if now.After(w.start.Add(w.horizon())) {
-			w.check.stuck(running)
-			return
-		}
-		slot := -1
-		for i, p := range slots {
-			if p == nil || p.isDead() || !p.isBusy() {
-				slot = i
-				break
-			}
-		}
-		if slot >= 0 {
-			w.nextInv++
-			inv := fmt.Sprintf("i%02d", w.nextInv)
-			if batch := w.queue.receive(time.Now(), w.cfg.BatchSize, inv); len(batch) > 0 {
-				if slots[slot] == nil || slots[slot].isDead() {
-					gens[slot]++
-					slots[slot] = w.newProcess(slot, gens[slot])
-				}
-				w.invoke(slots[slot], inv, batch)
-				continue
-			}
-			_, next = w.queue.tick(time.Now())
-		}
-		w.wait(next)
-	}
-}
-
-// horizon is when a schedule must be over: every message sent, received
-// maxReceiveCount times a visibility timeout apart, and dead-lettered.
-func (w *world) horizon() time.Duration {
-	var last time.Duration
-	for _, m := range w.cfg.Messages {
-		last = max(last, m.SentAt)
-	}
-	round := time.Duration(w.cfg.MaxReceives+2)*w.queue.visibility() + 10*w.cfg.Timeout
-	if w.cfg.Requeue {
-		round *= 1 + sqsbatch.MaxRequeues // each copy takes its own round
-	}
-	return last + round
-}
-
-// wait sleeps until next (the next message due) or the end of an
-// invocation, whichever comes first.
-func (w *world) wait(next time.Time) {
-	if end := w.start.Add(w.horizon() + time.Second); next.IsZero() || next.After(end) {
-		next = end
-	}
-	t := time.NewTimer(time.Until(next))
-	defer t.Stop()
-	select {
-	case <-w.idle:
-	case <-t.C:
-	}
-}
-
-// invoke runs one invocation of p on batch, in its own goroutine: the
-// Lambda deadline, a kill at it (Lambda), the batch response, the deletes.
-func (w *world) invoke(p *process, inv string, batch []events.SQSMessage) {
-	p.mu.Lock()
-	p.busy = true
-	p.mu.Unlock()
-	w.mu.Lock()
-	w.running++
-	w.mu.Unlock()
-	ids := make([]string, len(batch))
-	for i, m := range batch {
-		ids[i] = m.MessageId + "(" + *m.MessageAttributes["key"].StringValue + ")"
-	}
-	w.logf(inv, "%s invoked with %v", p.name, ids)
-	w.check.delivered(len(batch))
-	go func() {
-		defer w.invoked(p)
-		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
-		defer cancel()
-		if w.cfg.Lambda {
-			done := w.killAtDeadline(p, inv)
-			defer close(done)
-		}
-		resp, err := p.handler.Handle(ctx, events.SQSEvent{Records: batch})
-		w.sched.at(inv, kindWorld, nil)
-		if p.isDead() {
-			return // no response: every message comes back after its visibility timeout
-		}
-		failed := map[string]bool{}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		for _, m := range batch {
-			if err != nil || failed[m.MessageId] {
-				continue
-			}
-			if sm, ok := w.queue.remove(m.ReceiptHandle); ok {
-				w.check.deleted(sm)
-			}
-		}
-		w.logf(inv, "responds: failed %v, error %v", slices.Sorted(maps.Keys(failed)), err)
-	}()
-}
-
-// killAtDeadline is Lambda ending an invocation that outlives its timeout:
-// at the deadline (a point of its own, so that the scheduler orders it
-// with what happens at the same instant) the process is killed, unless the
-// invocation is over (done closed) by then.
-func (w *world) killAtDeadline(p *process, inv string) (done chan struct{}) {
-	done = make(chan struct{})
-	w.ghosts.Add(1)
-	go func() {
-		defer w.ghosts.Done()
-		t := time.NewTimer(w.cfg.Timeout)
-		defer t.Stop()
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		w.sched.at("deadline:"+inv, kindWorld, nil)
-		select {
-		case <-done:
-		default:
-			p.kill("killed at its deadline (" + inv + ")")
-		}
-	}()
-	return done
-}
-
-// invoked frees p's slot once its invocation is over.
-func (w *world) invoked(p *process) {
-	p.mu.Lock()
-	p.busy = false
-	p.mu.Unlock()
-	w.mu.Lock()
-	w.running--
-	w.mu.Unlock()
-	select {
-	case w.idle <- struct{}{}:
-	default:
-	}
-}
-
-func (p *process) isBusy() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.busy
+	q.w.check.requeued(actor, m)
 }

@@ -72,8 +72,11 @@ type Stats struct {
 	DLQInProgress int
 	// DLQDone: dead-lettered although done on its last allowed receive (its
 	// invocation died before the batch response: WithDelete is for these).
-	DLQDone  int
-	Outcomes map[string]int
+	DLQDone int
+	// Cancelled: invocations whose context a worker's shutdown cancelled;
+	// Panics: panics of the record hook and the tracer.
+	Cancelled, Panics int
+	Outcomes          map[string]int
 }
 
 func newWorld(cfg Config) *world {

@@ -63,8 +63,13 @@ func run(seeds int, only string) error {
 	return nil
 }
 
-// failing is how the simulator names a failing seed.
-var failing = regexp.MustCompile(`seed (\d+) breaks an invariant`)
+// failing is how the simulator names a failing seed; crashed, a seed whose
+// schedule killed the test binary (a panic the handler let escape one of
+// its goroutines, or a hung schedule: the simulator's panics name it).
+var (
+	failing = regexp.MustCompile(`seed (\d+) breaks an invariant`)
+	crashed = regexp.MustCompile(`(?m)^panic: .*sim: seed (\d+): `)
+)
 
 // catch runs the simulator with m applied and returns the first seed it
 // failed at, 0 if none within seeds.
@@ -97,7 +102,11 @@ func catch(dir string, m mutant, seeds int) (uint64, error) {
 	cmd := exec.CommandContext(ctx, "go", "test", "-overlay", overlayPath, "-count=1", "-run", "^TestSimulate$",
 		"./integration/sim", "-sim.seeds", fmt.Sprint(seeds))
 	out, err := cmd.CombinedOutput()
-	if match := failing.FindSubmatch(out); match != nil {
+	match := failing.FindSubmatch(out)
+	if match == nil {
+		match = crashed.FindSubmatch(out)
+	}
+	if match != nil {
 		var seed uint64
 		_, _ = fmt.Sscan(string(match[1]), &seed)
 		return seed, nil
