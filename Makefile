@@ -46,8 +46,19 @@ RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # 2 s functions must not be starved, 6 on LocalStack (4 s functions).
 INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -v
 QUIET             := grep -v "^=== \(RUN\|PAUSE\|CONT\)"
-INTEGRATION_TESTS := $(INTEGRATION_GO) -parallel 4 ./integration/... | $(QUIET)
-LOCALSTACK_TESTS  := $(INTEGRATION_GO) -parallel 6 ./integration/ | $(QUIET)
+EMULATOR_GO       := $(INTEGRATION_GO) -parallel 4 ./integration/...
+LOCALSTACK_GO     := $(INTEGRATION_GO) -parallel 6 ./integration/
+INTEGRATION_TESTS := $(EMULATOR_GO) | $(QUIET)
+LOCALSTACK_TESTS  := $(LOCALSTACK_GO) | $(QUIET)
+# make test's tiers: each one's output also goes to $(TEST_LOGS)/NAME.log,
+# its times and exit code to NAME.status (integration/scripts/tier.sh, which
+# also leaves the RUN/PAUSE/CONT lines out of the console, not the log);
+# at the end, pass or fail, integration/scripts/summary.sh prints each
+# tier's wall time and each failed test with its tier, its first message
+# and its log.
+TEST_LOGS         ?= $(CACHE)/test
+export TEST_LOGS
+TIER              := bash integration/scripts/tier.sh
 LOCALSTACK        := bash integration/scripts/localstack.sh
 # The demo and chaos runs read the test profile's template, or the localstack
 # profile's when AWS_ENDPOINT_URL names an endpoint (system.Assembly).
@@ -135,39 +146,53 @@ integration: deps build synth-test ## the integration suite on DynamoDB Local + 
 	$(INTEGRATION_TESTS)
 
 .PHONY: test
-test: ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal
-	@$(MAKE) --no-print-directory CODE=local test-steps
+test: ## everything CI runs: unit, lint, template checks, the suite on the emulators and on LocalStack, the deployed stack on LocalStack, chaos, the fork rehearsal; ends with each tier's time and what failed (logs in .cache/test)
+	@[ -n "$(TEST_LOGS)" ] && rm -rf "$(TEST_LOGS)" && mkdir -p "$(TEST_LOGS)"
+	@rc=0; $(MAKE) --no-print-directory CODE=local test-steps || rc=$$?; \
+	bash integration/scripts/summary.sh "$(TEST_LOGS)" $$rc; exit $$rc
 
 .PHONY: test-steps
-test-steps: test-compile cfn-checks synth-test synth-localstack test-hostexec
+test-steps:
+	@$(TIER) deps $(MAKE) --no-print-directory deps-base
+	@$(MAKE) --no-print-directory test-compile-run
+	@$(TIER) templates $(MAKE) --no-print-directory cfn-checks synth-test synth-localstack
+	@$(TIER) hostexec $(MAKE) --no-print-directory test-hostexec
 	@# The suite on the emulators waits for visibility timeouts for much of
 	@# its second half (a third of both cores idle, measured): the simulator
 	@# (100,000 schedules) and the CDK assertion tests run alongside at the
-	@# lowest priority, on the CPU the scenarios leave.
-	bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
-		nice -n 19 $(MAKE) --no-print-directory sim unit-infra -- \
-		bash -c 'set -o pipefail; $(INTEGRATION_TESTS)'
+	@# lowest priority, on the CPU the scenarios leave (both run whatever
+	@# the other's outcome).
+	$(TIER) emulator-phase bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
+		nice -n 19 bash -c '$(TIER) simulator $(MAKE) --no-print-directory sim; sim=$$?; \
+			$(TIER) cdk $(MAKE) --no-print-directory unit-infra && exit $$sim' -- \
+		$(TIER) emulators $(EMULATOR_GO)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stacks deployed, driven and destroyed, on one instance.
 	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
 	@# the fork rehearsal and the 5,000-order chaos run (on its own
-	@# emulators, not LocalStack) run alongside, one after the other.
+	@# emulators, not LocalStack) run alongside, one after the other, each
+	@# whatever the other's outcome.
 	@# (The simulator's mutants, make mutants, and a longer search run in
 	@# CI's simulator job.)
-	$(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
-		bash -c "bash integration/scripts/fork-rehearsal.sh && \
-			env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small-run" -- \
-		bash -c 'set -o pipefail; $(LOCALSTACK_TESTS) && bash integration/scripts/e2e-localstack.sh'
+	$(TIER) localstack-phase $(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
+		bash -c '$(TIER) fork-rehearsal bash integration/scripts/fork-rehearsal.sh; fork=$$?; \
+			$(TIER) chaos env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small-run && exit $$fork' -- \
+		bash -c '$(TIER) localstack $(LOCALSTACK_GO) && $(TIER) deployed-stack bash integration/scripts/e2e-localstack.sh'
 
 # build, unit and vet, while the Python tools (LocalStack, cfn-lint and
 # checkov: mostly PyPI downloads, about 75 s on a fresh machine) install in
 # the background; their log follows. Either failing fails the step.
 .PHONY: test-compile
 test-compile: deps-base
-	@log=$(CACHE)/python-tools.log; mkdir -p $(CACHE); \
-	{ $(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install; } >"$$log" 2>&1 & py=$$!; \
-	rc=0; $(MAKE) --no-print-directory build unit-go vet-go || rc=$$?; \
-	pyrc=0; wait $$py || pyrc=$$?; cat "$$log"; \
+	@$(MAKE) --no-print-directory test-compile-run
+
+# test-compile without its prerequisites (make test runs them as a tier).
+.PHONY: test-compile-run
+test-compile-run:
+	@$(TIER) --quiet python-tools bash -c '$(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install' & py=$$!; \
+	rc=0; { $(TIER) build $(MAKE) --no-print-directory build && $(TIER) unit $(MAKE) --no-print-directory unit-go && \
+		$(TIER) vet $(MAKE) --no-print-directory vet-go; } || rc=$$?; \
+	pyrc=0; wait $$py || pyrc=$$?; cat "$(TEST_LOGS)/python-tools.log"; \
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
 

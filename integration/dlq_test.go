@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -212,31 +213,53 @@ func scenarioLastReceiveRequeued(t *testing.T) {
 // compiled consumer deleted it as soon as it was done
 // (sqsbatch.WithDelete), not only through the batch response the crash
 // swallowed.
+//
+// The guarantee checked: the done message is gone from the queue (neither
+// visible nor in flight) and the DLQ once the invocation is killed. The
+// event waited for: the crasher, at the start of its effect, kills the
+// invocation only once the done record has logged its outcome, which it
+// does after its delete, however long that takes. The batch runs on an
+// instance whose invocation outlasts the scenario, so that no deadline
+// ends the done record (or the crasher's wait) first on a slow machine.
 func scenarioDoneOnLastReceiveSurvivesACrash(t *testing.T) {
 	s := startSystem(t, system.Config{Consumers: 1, NoPoller: true})
-	ctx := ctxFor(t, 2*time.Minute)
+	limit := 3 * time.Minute
+	ctx := ctxFor(t, limit)
+	fn := s.Consumer.Function()
+	fn.Name += "-crashmate"
+	fn.Timeout = limit
+	batch, err := lambdarun.Start(ctx, fn, 1, lambdarun.WithLog(s.Records))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(batch.Stop)
 	msgs := messages(t, ctx, s, "crashmate", 2)
 	done, crasher := msgs[0], msgs[1]
 	if err := s.SendRaw(ctx, done); err != nil {
 		t.Fatal(err)
 	}
-	// Receive it up to its last allowed receive, as the mapping would have.
+	// Receive it up to its last allowed receive, as the mapping would have;
+	// the last receive hides it for longer than the scenario, so that only
+	// a delete can make it leave.
 	var last types.Message
 	for n := 1; n <= s.Queue.MaxReceiveCount; n++ {
 		visibility := int32(1) // (the SDK leaves a 0 out: the queue's 12 s)
 		if n == s.Queue.MaxReceiveCount {
-			visibility = 5
+			visibility = int32(limit / time.Second)
 		}
-		out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(s.Queue.URL), WaitTimeSeconds: 5, VisibilityTimeout: visibility,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-		})
-		if err != nil || len(out.Messages) != 1 {
-			t.Fatalf("receive %d: %d messages, %v", n, len(out.Messages), err)
+		for last.MessageId = nil; last.MessageId == nil; {
+			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl: aws.String(s.Queue.URL), WaitTimeSeconds: 5, VisibilityTimeout: visibility,
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+			})
+			if err != nil {
+				t.Fatalf("receive %d: %v", n, err)
+			}
+			if len(out.Messages) > 0 {
+				last = out.Messages[0]
+			}
 		}
-		last = out.Messages[0]
 	}
-	received := time.Now()
 	var ev events.SQSEvent
 	for i, m := range []system.Message{done, crasher} {
 		p, _ := s.Event(fmt.Sprint("msg-", i), m)
@@ -248,35 +271,44 @@ func scenarioDoneOnLastReceiveSurvivesACrash(t *testing.T) {
 	}
 	ev.Records[0].MessageId, ev.Records[0].ReceiptHandle = aws.ToString(last.MessageId), aws.ToString(last.ReceiptHandle)
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = last.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]
-	// The crasher kills the process once the done record has logged its
-	// outcome (after its delete, if any).
-	s.Consumer.SetFaultFunc(func(point, key string) lambdarun.Action {
+	if got := ev.Records[0].Attributes["ApproximateReceiveCount"]; got != strconv.Itoa(s.Queue.MaxReceiveCount) {
+		t.Fatalf("the done message's last receive was its receive %s, want %d", got, s.Queue.MaxReceiveCount)
+	}
+	var waited atomic.Bool // the crasher saw the done record's outcome
+	batch.SetFaultFunc(func(point, key string) lambdarun.Action {
 		if point != consumer.FaultBeforeEffect || key != crasher.Key {
 			return lambdarun.Continue
 		}
-		for wait := time.Now().Add(20 * time.Second); time.Now().Before(wait) && len(s.Records.Of(ev.Records[0].MessageId)) == 0; {
-			time.Sleep(20 * time.Millisecond)
+		for len(s.Records.Of(ev.Records[0].MessageId)) == 0 {
+			select {
+			case <-ctx.Done():
+				return lambdarun.Kill // the checks below say what was missing
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
+		waited.Store(true)
 		return lambdarun.Kill
 	})
 	payload, _ := json.Marshal(ev)
-	if _, err := s.InvokeConsumer(ctx, payload); err == nil {
-		t.Fatal("the invocation answered; want it killed by the crasher")
+	out, err := batch.Invoke(ctx, payload)
+	if !errors.Is(err, lambdarun.ErrCrashed) {
+		t.Fatalf("the invocation answered %s, %v; want it killed by the crasher", out, err)
+	}
+	if !waited.Load() {
+		t.Fatalf("the crasher killed the invocation before the done record logged its outcome: %v", ctx.Err())
 	}
 	if lines := s.Records.Of(ev.Records[0].MessageId); len(lines) != 1 || lines[0].Outcome != "executed" {
 		t.Fatalf("the done record logged %+v, want executed", lines)
 	}
-	// Past the visibility timeout of its last receive, the message would be
-	// back (and go to the DLQ on its next receive) had it not been deleted.
-	time.Sleep(time.Until(received.Add(6 * time.Second)))
+	// Not deleted, it would be in flight (until its visibility ends, then
+	// visible, then in the DLQ on its next receive).
 	for _, q := range []*provision.Queue{s.Queue, s.DLQ} {
-		out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL),
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		visible, inFlight, err := system.QueueDepth(ctx, s.SQS, q.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, n := out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]; v != "0" || n != "0" {
-			t.Fatalf("%s holds %s visible and %s in flight; want the done message deleted at once", q.LogicalID, v, n)
+		if visible != 0 || inFlight != 0 {
+			t.Fatalf("%s holds %d visible and %d in flight; want the done message deleted at once", q.LogicalID, visible, inFlight)
 		}
 	}
 	got, err := s.Applied(ctx, []string{done.Key})

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -77,6 +81,31 @@ func await(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-ctx.Done():
 		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+	}
+}
+
+// deliverUntilDone invokes pool with payload, an SQS event, again and
+// again, as SQS delivers a message again whose record failed, until an
+// invocation answers with no batch item failure, and returns how many it
+// took. It is how a test waits for a record to be done when being done on
+// the first delivery is a fast path that a loaded machine may
+// legitimately not take (an effect that outlasts its lease, a key still
+// leased by another attempt).
+func deliverUntilDone(t *testing.T, ctx context.Context, pool *lambdarun.Pool, payload []byte, what string) int {
+	t.Helper()
+	for n := 1; ; n++ {
+		out, err := pool.Invoke(ctx, payload)
+		if err == nil {
+			var resp events.SQSEventResponse
+			if err = json.Unmarshal(out, &resp); err == nil && len(resp.BatchItemFailures) == 0 {
+				return n
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %d deliveries, the last answered %s, %v: %v", what, n, out, err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 

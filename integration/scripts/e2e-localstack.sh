@@ -33,10 +33,10 @@ destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${app[@
 step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
 # The second application (examples/hotel), a stack of its own, deployed,
 # driven and destroyed on the same LocalStack while the template's stack
-# mostly waits for its bad messages' redeliveries; its log is printed at the end.
-examplelog="$root/.cache/e2e/example.log"
-mkdir -p "$(dirname "$examplelog")"
-bash integration/scripts/e2e-example.sh >"$examplelog" 2>&1 &
+# mostly waits for its bad messages' redeliveries; its log (that of make
+# test's tier "example", integration/scripts/tier.sh) is printed at the end.
+examplelog="${TEST_LOGS:-$root/.cache/test}/example.log"
+bash integration/scripts/tier.sh --quiet example bash integration/scripts/e2e-example.sh &
 example=$!
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0

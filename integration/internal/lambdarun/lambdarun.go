@@ -88,7 +88,8 @@ const (
 	// Kill SIGKILLs the instance's process group instead of answering.
 	Kill
 	// Freeze SIGSTOPs the instance's process group, answers, and SIGCONTs
-	// it after the pool's freeze duration (SetFreeze): a process stalled
+	// it after the pool's freeze duration (SetFreeze), or when the pool's
+	// release channel is closed (SetFreezeUntil): a process stalled
 	// mid-invocation (a long GC pause, a frozen sandbox), the way a lease
 	// runs out under a live process and makes a zombie.
 	Freeze
@@ -154,6 +155,7 @@ type Pool struct {
 	stopOnce  sync.Once
 	fault     atomic.Pointer[func(point, key string) Action]
 	freeze    atomic.Int64 // Freeze duration, ns
+	release   atomic.Pointer[<-chan struct{}]
 	logMu     sync.Mutex
 
 	invocations, errs, timeouts, crashes, restarts, faultCalls, faultKills atomic.Int64
@@ -294,6 +296,13 @@ func (p *Pool) SetFaultFunc(f func(point, key string) Action) {
 
 // SetFreeze sets how long the Freeze action stops a process (default 1s).
 func (p *Pool) SetFreeze(d time.Duration) { p.freeze.Store(int64(d)) }
+
+// SetFreezeUntil makes the Freeze action stop a process until release is
+// closed (or the pool stops), whatever SetFreeze says: a test that needs a
+// process stalled until something else has happened waits for that event,
+// not for a duration that happens to suffice. Close release in the test's
+// cleanup too, so that a failed test does not leave the process stopped.
+func (p *Pool) SetFreezeUntil(release <-chan struct{}) { p.release.Store(&release) }
 
 // Stats returns a snapshot of the counters.
 func (p *Pool) Stats() Stats {
@@ -889,12 +898,24 @@ func (in *instance) freeze(w http.ResponseWriter) {
 		if d <= 0 {
 			d = time.Second
 		}
+		resume := func() { _ = syscall.Kill(-proc.pid, syscall.SIGCONT) }
 		if err := syscall.Kill(-proc.pid, syscall.SIGSTOP); err != nil {
 			in.pool.logf("%s#%d fault: SIGSTOP pid %d: %v", in.pool.fn.Name, in.id, proc.pid, err)
+		} else if release := in.pool.release.Load(); release != nil {
+			waitStopped(proc.pid)
+			in.pool.logf("%s#%d fault: SIGSTOP pid %d until released", in.pool.fn.Name, in.id, proc.pid)
+			go func() {
+				select {
+				case <-*release:
+				case <-in.pool.done:
+				case <-proc.exited:
+				}
+				resume()
+			}()
 		} else {
 			waitStopped(proc.pid)
 			in.pool.logf("%s#%d fault: SIGSTOP pid %d for %s", in.pool.fn.Name, in.id, proc.pid, d)
-			time.AfterFunc(d, func() { _ = syscall.Kill(-proc.pid, syscall.SIGCONT) })
+			time.AfterFunc(d, resume)
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -217,6 +217,64 @@ func TestFaultKill(t *testing.T) {
 	}
 }
 
+// TestFreezeUntil: a process frozen at a fault point stays stopped, its
+// invocation unanswered, until the release channel is closed, however long
+// that takes; then it answers.
+func TestFreezeUntil(t *testing.T) {
+	p := start(t, 20*time.Second, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	p.SetFreeze(time.Millisecond) // SetFreezeUntil wins over it
+	p.SetFreezeUntil(release)
+	frozen := make(chan struct{})
+	p.SetFaultFunc(func(point, key string) Action {
+		if key == "stall" {
+			close(frozen)
+			return Freeze
+		}
+		return Continue
+	})
+	type answer struct {
+		r   echoResp
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		payload, _ := json.Marshal(map[string]string{"op": "fault", "value": "stall"})
+		out, err := p.Invoke(context.Background(), payload)
+		var r echoResp
+		if err == nil {
+			err = json.Unmarshal(out, &r)
+		}
+		answered <- answer{r, err}
+	}()
+	select {
+	case <-frozen:
+	case <-time.After(20 * time.Second):
+		t.Fatal("waiting for the fault point: never reached")
+	}
+	select {
+	case a := <-answered:
+		t.Fatalf("answered while frozen: %+v", a)
+	case <-time.After(500 * time.Millisecond): // many times the 1 ms freeze duration
+	}
+	close(release)
+	select {
+	case a := <-answered:
+		if a.err != nil || a.r.Value != "stall" {
+			t.Fatalf("after the release: %+v", a)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("waiting for the answer after the release: none")
+	}
+}
+
 func TestProcessExitAndPanic(t *testing.T) {
 	p := start(t, 3*time.Second, 1)
 	if _, err := invoke(t, p, map[string]string{"op": "exit"}); !errors.Is(err, ErrCrashed) {
