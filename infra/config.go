@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,7 +41,9 @@ type Config struct {
 	exactlyonce.Config
 	// Effect holds values of the effect's plain variables
 	// (contract.EffectSettings), by variable; a variable without one is
-	// not set on the consumer.
+	// not set on the consumer. A setting Required in the mode must have
+	// one: the production profiles leave that to cdk deploy -c, the test
+	// profiles give the suite's (contract.Setting.Suite).
 	Effect map[string]string
 	// CustomerManagedKey: one customer-managed KMS key (rotation on)
 	// encrypts the queues, all tables, both log groups and both functions'
@@ -59,7 +62,10 @@ func base() Config {
 	return c
 }
 
-// DefaultConfig is the production profile.
+// DefaultConfig is the production profile. Its effect settings are the
+// deployment's (cdk deploy -c effectUrl=...); the unknown-outcome policy
+// is the construct's default, consumer.UnknownRetry (-c unknownOutcome=hold
+// parks what Reconcile cannot settle instead).
 func DefaultConfig() Config {
 	c := base()
 	c.Mode = Mode
@@ -67,11 +73,13 @@ func DefaultConfig() Config {
 }
 
 // TestConfig is the integration-suite profile: short timeouts so that
-// redelivery and dead-lettering happen within seconds, and everything is
-// destroyed with the stack.
+// redelivery and dead-lettering happen within seconds, everything is
+// destroyed with the stack, and the effect's settings are the suite's
+// (suiteEffect).
 func TestConfig() Config {
 	c := base()
 	c.Mode = Mode
+	c.Effect = suiteEffect(contract.EffectSettings, c.Mode)
 	c.FunctionTimeout = 2 * time.Second // visibility 12s
 	c.MaxReceiveCount = 3
 	c.SafetyMargin = 500 * time.Millisecond
@@ -134,24 +142,56 @@ func profile(name string) (Config, string, error) {
 // (exactlyonce.Config.Validate) and the app's.
 func (c Config) Validate() error {
 	errs := []error{c.Config.Validate()}
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	settings := map[string]contract.Setting{}
-	for _, s := range contract.EffectSettings {
-		settings[s.Env] = s
+	errs = append(errs, checkEffect(contract.EffectSettings, c.Mode, c.Effect)...)
+	if c.ProducerReservedConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("ProducerReservedConcurrency must be 0 (none) or positive, got %d", c.ProducerReservedConcurrency))
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Effect)) {
-		v, s := c.Effect[name], settings[name]
+	return errors.Join(errs...)
+}
+
+// checkEffect reports what is wrong with effect, values of settings by
+// variable, in mode: a variable that is no setting, an invalid value, a
+// setting given in a mode it may not be set in, a required one missing.
+func checkEffect(settings []contract.Setting, mode string, effect map[string]string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	byEnv := map[string]contract.Setting{}
+	for _, s := range settings {
+		byEnv[s.Env] = s
+	}
+	for _, name := range slices.Sorted(maps.Keys(effect)) {
+		v, s := effect[name], byEnv[name]
 		switch {
 		case s.Env == "":
 			bad("Effect sets %s, which is not one of the effect's settings (contract.EffectSettings)", name)
 		case s.Valid != nil && !s.Valid(v):
 			bad("Effect: %s=%q is not valid", name, v)
-		case s.Modes != nil && !slices.Contains(s.Modes, c.Mode):
-			bad("Effect: %s may only be set in %v mode, not %s", name, s.Modes, c.Mode)
+		case !allowed(s, mode):
+			bad("Effect: %s may only be set in %v mode, not %s", name, s.Modes, mode)
 		}
 	}
-	if c.ProducerReservedConcurrency < 0 {
-		bad("ProducerReservedConcurrency must be 0 (none) or positive, got %d", c.ProducerReservedConcurrency)
+	for _, s := range settings {
+		if s.Required && allowed(s, mode) && effect[s.Env] == "" {
+			bad("%s is required in %s mode: cdk deploy -c %s=%s", s.Context, mode, s.Context, cmp.Or(s.Example, "<value>"))
+		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// suiteEffect is the test profiles' effect settings in mode: the suite's
+// value (contract.Setting.Suite) of each setting that has one and may be
+// set in mode.
+func suiteEffect(settings []contract.Setting, mode string) map[string]string {
+	effect := map[string]string{}
+	for _, s := range settings {
+		if s.Suite != "" && allowed(s, mode) {
+			effect[s.Env] = s.Suite
+		}
+	}
+	return effect
+}
+
+// allowed reports whether s may be set in mode.
+func allowed(s contract.Setting, mode string) bool {
+	return s.Modes == nil || slices.Contains(s.Modes, mode)
 }

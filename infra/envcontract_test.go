@@ -39,17 +39,24 @@ func TestEnvironmentContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases[name] = cfg
+		cases[name] = deployed(cfg)
 	}
-	// What only some configurations set: the other mode, the effect's
-	// settings.
+	// What only some configurations set: the other mode (with the suite's
+	// settings of that mode, as -c mode= gives them), the other
+	// unknown-outcome policy, the effect's settings.
 	other := TestConfig()
 	other.Mode = consumer.ModeTransactional
 	if Mode == consumer.ModeTransactional {
 		other.Mode = consumer.ModeLease
 	}
-	cases["other mode"] = other
-	settings := DefaultConfig()
+	other.Effect = suiteEffect(contract.EffectSettings, other.Mode)
+	cases["other mode"] = deployed(other)
+	hold := TestConfig()
+	hold.UnknownOutcome = consumer.UnknownHold
+	if hold.Mode == consumer.ModeLease {
+		cases["hold"] = hold
+	}
+	settings := deployed(DefaultConfig())
 	for _, s := range contract.EffectSettings {
 		if v := "https://effect.example/" + s.Env; (s.Valid == nil || s.Valid(v)) && (s.Modes == nil || slices.Contains(s.Modes, settings.Mode)) {
 			settings.Effect[s.Env] = v
@@ -81,7 +88,9 @@ func TestEnvironmentContract(t *testing.T) {
 					CacheSize: consumer.DefaultCacheSize,
 				},
 				Store: consumer.StoreDynamoDB, Table: resolved(receipts), Mode: c.Mode, Key: c.Key,
-				BatchConcurrency: c.BatchSize, MaxReceiveCount: c.MaxReceiveCount, LogLevel: slog.LevelInfo,
+				BatchConcurrency: c.BatchSize, MaxReceiveCount: c.MaxReceiveCount, UnknownOutcome: c.UnknownOutcome,
+				VisibilityTimeout: c.VisibilityTimeout(),
+				LogLevel:          slog.LevelInfo,
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("the consumer loads\n%+v\nwant\n%+v", got, want)

@@ -9,9 +9,17 @@
 //	stackName        default StackName (default, hardened), StackName+"Test" (test),
 //	                 StackName+"Local" (localstack)
 //	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
-//	mode             lease | transactional    (overrides Mode)
+//	mode             lease | transactional    (overrides Mode; the test and localstack
+//	                 profiles' effect settings follow it)
+//	unknownOutcome   retry | hold             (overrides UnknownOutcome, default retry: what
+//	                 lease mode does with an unknown outcome Reconcile cannot settle;
+//	                 hold parks the key for idemctl resolve (AlarmHeld); refused in
+//	                 transactional mode, which never leaves one)
 //	<setting>        the effect's settings (contract.EffectSettings), e.g.
-//	                 effectUrl sets EFFECT_URL on the consumer
+//	                 effectUrl sets EFFECT_URL on the consumer. One marked Required
+//	                 must be given in the modes it may be set in, or the app refuses
+//	                 to synthesize; the test and localstack profiles set the suite's
+//	                 value (contract.Setting.Suite), if it has one
 //	alarmTopicArn    existing SNS topic every alarm notifies (default: none)
 //	consumerCode     asset dir, default build/consumer (localstack: build/local/consumer)
 //	producerCode     asset dir, default build/producer (localstack: build/local/producer)
@@ -48,7 +56,7 @@ func run() error {
 		return ""
 	}
 
-	cfg, stackName, err := profile(ctx("profile"))
+	cfg, stackName, err := configure(ctx)
 	if err != nil {
 		return err
 	}
@@ -56,28 +64,6 @@ func run() error {
 	var code struct{ consumer, producer string }
 	if ctx("profile") == "localstack" {
 		code.consumer, code.producer = LocalConsumerCode, LocalProducerCode
-	}
-	if v := ctx("stackName"); v != "" {
-		stackName = v
-	}
-	if v := ctx("functionTimeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("context functionTimeout: %w", err)
-		}
-		cfg.FunctionTimeout = d
-	}
-	if v := ctx("mode"); v != "" {
-		cfg.Mode = v
-	}
-	for _, s := range contract.EffectSettings {
-		if v := ctx(s.Context); v != "" {
-			cfg.Effect[s.Env] = v
-		}
-	}
-	cfg.AlarmTopicARN = ctx("alarmTopicArn")
-	if err := cfg.Validate(); err != nil {
-		return err
 	}
 
 	stack := NewStack(app, stackName, &StackProps{
@@ -90,6 +76,44 @@ func run() error {
 	}
 	app.Synth(nil)
 	return nil
+}
+
+// configure is the configuration and stack name the context selects
+// (ctx returns "" for a key not given), validated.
+func configure(ctx func(string) string) (Config, string, error) {
+	name := ctx("profile")
+	cfg, stackName, err := profile(name)
+	if err != nil {
+		return Config{}, "", err
+	}
+	if v := ctx("stackName"); v != "" {
+		stackName = v
+	}
+	if v := ctx("functionTimeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return Config{}, "", fmt.Errorf("context functionTimeout: %w", err)
+		}
+		cfg.FunctionTimeout = d
+	}
+	if v := ctx("mode"); v != "" && v != cfg.Mode {
+		cfg.Mode = v
+		if name == "test" || name == "localstack" {
+			// The suite's values are those of a mode: a setting of
+			// lease mode only is refused in transactional mode.
+			cfg.Effect = suiteEffect(contract.EffectSettings, v)
+		}
+	}
+	if v := ctx("unknownOutcome"); v != "" {
+		cfg.UnknownOutcome = v
+	}
+	for _, s := range contract.EffectSettings {
+		if v := ctx(s.Context); v != "" {
+			cfg.Effect[s.Env] = v
+		}
+	}
+	cfg.AlarmTopicARN = ctx("alarmTopicArn")
+	return cfg, stackName, cfg.Validate()
 }
 
 // ApplyNag adds the cdk-nag packs the stack is kept clean against.

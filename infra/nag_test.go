@@ -18,9 +18,11 @@ import (
 // TestNagClean: the AwsSolutions and Serverless packs report nothing that is
 // not suppressed (with a reason) in the code itself, in every profile.
 func TestNagClean(t *testing.T) {
-	withTopic := DefaultConfig()
+	withTopic := deployed(DefaultConfig())
 	withTopic.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
-	for name, cfg := range map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "hardened": HardenedConfig(), "alarmTopic": withTopic} {
+	for name, cfg := range map[string]Config{
+		"default": deployed(DefaultConfig()), "test": TestConfig(), "hardened": deployed(HardenedConfig()), "alarmTopic": withTopic,
+	} {
 		t.Run(name, func(t *testing.T) {
 			stack := newTestStack(cfg)
 			ApplyNag(stack)
@@ -42,7 +44,7 @@ func TestNagClean(t *testing.T) {
 // requires a real reason; the set is pinned so a new one is a visible change.
 // The hardened profile needs no suppression of its own.
 func TestNagSuppressionsHaveReasons(t *testing.T) {
-	for _, cfg := range []Config{DefaultConfig(), HardenedConfig()} {
+	for _, cfg := range []Config{deployed(DefaultConfig()), deployed(HardenedConfig())} {
 		tpl := cdktest.Synth(t, newTestStack(cfg))
 		want := map[string]bool{
 			"AwsSolutions-IAM5":                              true, // X-Ray on both roles
@@ -77,7 +79,7 @@ func TestNagSuppressionsHaveReasons(t *testing.T) {
 // is gone too, and nag's only finding is Serverless-LambdaTracing on each
 // function: the choice the app made, not suppressed on its behalf.
 func TestNagTracingDisabled(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := deployed(DefaultConfig())
 	cfg.Tracing = awslambda.Tracing_DISABLED
 	stack := newTestStack(cfg)
 	ApplyNag(stack)

@@ -30,7 +30,11 @@ func profiles() map[string]Config {
 	custom.MaxConcurrency = 2
 	custom.BatchSize = 4
 	custom.Mode = consumer.ModeTransactional
-	return map[string]Config{"default": DefaultConfig(), "test": TestConfig(), "hardened": HardenedConfig(), "custom45s": custom}
+	hold := deployed(DefaultConfig())
+	hold.UnknownOutcome = consumer.UnknownHold
+	return map[string]Config{
+		"default": deployed(DefaultConfig()), "test": TestConfig(), "hardened": deployed(HardenedConfig()), "custom45s": custom, "hold": hold,
+	}
 }
 
 // TestLogicalIDsKept: the resources of a stack deployed before the consumer
@@ -38,7 +42,7 @@ func profiles() map[string]Config {
 // place (replacing the retained receipt table would forget every receipt).
 // These ids do not depend on the stack name.
 func TestLogicalIDsKept(t *testing.T) {
-	tpl := cdktest.Synth(t, newTestStack(DefaultConfig()))
+	tpl := cdktest.Synth(t, newTestStack(deployed(DefaultConfig())))
 	for _, id := range []string{
 		"Queue4A7E3555", "DeadLetterQueue9F481546", "IdempotencyTable22A5A209",
 		"Consumer8D6BE417", "ProducerD8AA94EB", "RoleConsumerEE6CF284", "RoleProducer23335CCC",
@@ -87,11 +91,13 @@ func TestApp(t *testing.T) {
 				})
 			})
 			consumerFn := tpl.One(t, "AWS::Lambda::Function", "Consumer")
+			maps.Copy(effectEnv, cfg.Effect)
 			maps.Copy(effectEnv, map[string]string{
 				consumer.EnvTable: "", consumer.EnvNamespace: Namespace, consumer.EnvMode: cfg.Mode, consumer.EnvKey: contract.KeyField,
 				consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(),
 				consumer.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), consumer.EnvMaxReceiveCount: fmt.Sprint(cfg.MaxReceiveCount),
-				consumer.EnvLogLevel: "INFO",
+				consumer.EnvLogLevel: "INFO", consumer.EnvUnknownOutcome: cfg.UnknownOutcome,
+				consumer.EnvVisibilityTimeout: cfg.VisibilityTimeout().String(),
 			})
 			wantEnv(t, consumerFn, effectEnv)
 			producer := tpl.One(t, "AWS::Lambda::Function", "Producer")
@@ -146,7 +152,7 @@ func wantEnv(t *testing.T, fn map[string]any, want map[string]string) {
 // data, in the construct and around it, and both functions reserve
 // concurrency; the default profile has neither (TestApp, exactlyonce).
 func TestHardened(t *testing.T) {
-	cfg := HardenedConfig()
+	cfg := deployed(HardenedConfig())
 	tpl := cdktest.Synth(t, newTestStack(cfg))
 	keys := tpl.ByType("AWS::KMS::Key")
 	if len(keys) != 1 {
@@ -297,7 +303,7 @@ func TestAlarmTopic(t *testing.T) {
 	cfg.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
 	tpl := cdktest.Synth(t, newTestStack(cfg))
 	cdktest.Check(t, "alarm actions", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(6))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(7))
 		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": []any{cfg.AlarmTopicARN}})
 		tpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0))
 	})

@@ -38,8 +38,13 @@
 // with --storage-key, inspect and resolve take the storage key itself, as
 // list prints it and the consumer logs it (record_key). States: completed,
 // in-progress (lease live), unconfirmed (in progress, lease ended: the
-// effect may have run and nobody confirmed it), failed, expired (past
-// retention: counts as absent), absent.
+// effect may have run and nobody confirmed it), failed (a definite
+// failure: the effect did not take place), unknown (the last attempt's
+// effect failed without saying whether it took place: the next delivery
+// reconciles, or follows the consumer's policy), held (an unknown outcome
+// that could not be reconciled, parked by the consumer's hold policy: no
+// delivery runs it and it never expires until an operator settles it with
+// resolve), expired (past retention: counts as absent), absent.
 //
 // A message in the DLQ is not delivered again by itself: for a key whose
 // message inspect finds there, it says what redrive does with it instead
@@ -52,18 +57,24 @@
 // resolve reads the record, shows it, asks (on a terminal, unless --yes)
 // and writes on the condition that the record is still what it read:
 // same lease token, status, attempts and update time. It refuses a live
-// lease, an expired or absent record, and releasing a receipt.
+// lease, an expired or absent record, and releasing a receipt. It settles
+// a held or unknown record either way: --done writes the receipt,
+// --not-done a definite failure (FAILED), which the next copy runs without
+// reconciling. A record without an expiry (a held one) gets --retention
+// (default the consumer's, 7 days) from now.
 //
 // redrive reads the DLQ, hiding each message for --hold while it decides,
 // and sorts each by its key's record: done (a receipt with the same
 // payload fingerprint, idem.Fingerprint of the body) is deleted; not done
-// (no record, a FAILED one with fewer attempts than --max-attempts,
-// default the queue's maxReceiveCount, or an expired FAILED one) is sent
-// back to the queue with its body and attributes, then deleted from the
-// DLQ; malformed (no key), poison (failed every time it ran, or a receipt
-// with another payload), unconfirmed, in-progress, a second copy of a key
-// already going back in this run, and a message without a record but
-// older than --retention (its receipt may have expired) are left, with
+// (no record, a FAILED or UNKNOWN one with fewer attempts than
+// --max-attempts, default the queue's maxReceiveCount, or an expired
+// FAILED or UNKNOWN one; the next delivery of an UNKNOWN key reconciles)
+// is sent back to the queue with its body and attributes, then deleted
+// from the DLQ; malformed (no key), poison (failed every time it ran, or a
+// receipt with another payload), unconfirmed, in-progress, held (until
+// resolve settles it: sent back, it would only fail again), a second copy
+// of a key already going back in this run, and a message without a record
+// but older than --retention (its receipt may have expired) are left, with
 // the reason. Messages left are made visible again at the end.
 //
 // # Personal data
@@ -83,10 +94,10 @@
 //	resolve  {table, namespace, now, decision, written, note, before: record, after: record}
 //	redrive  {table, namespace, queue, dlq, now, dryRun, maxAttempts, complete,
 //	          messages: [{messageId, storageKey, class, action, done, reason, error, body}], counts: {...}}
-//	stats    {table, namespace, now, records: {completed, in-progress, unconfirmed, failed, expired, total},
+//	stats    {table, namespace, now, records: {completed, in-progress, unconfirmed, failed, unknown, held, expired, total},
 //	          queue|dlq: {url, visible, inFlight, delayed, oldestAgeSeconds, oldestSource, oldestNote}}
 //
-//	record   {key, storageKey, state, meaning, status, attempts, leaseUntil, leaseLeftSeconds,
+//	record   {key, storageKey, state, meaning, status, prevStatus, attempts, leaseUntil, leaseLeftSeconds,
 //	          lastError, lastErrorNote, resultBytes, resultOmitted, expiresAt, retentionLeftSeconds, updatedAt,
 //	          dlqMessages: [{messageId, sentAt, receives, idemctlReceives, consumerReceivesAtMost, body,
 //	                         redrive: {class, action, reason}}]}
@@ -95,13 +106,17 @@
 // appears only when typed, body only with --show-bodies. lastError is as
 // stored: the class the effect named with idem.Classify, or else the Go
 // types of its error ("*errors.errorString"), which lastErrorNote then
-// says, since the reason is only in the consumer's log. receives is SQS's
+// says, since the reason is only in the consumer's log. prevStatus is the
+// status of the record the last attempt took over (UNKNOWN or IN_PROGRESS:
+// an unknown outcome it reconciles first); on a record in progress,
+// lastError is still that earlier attempt's. A held record has no
+// expiresAt. receives is SQS's
 // ApproximateReceiveCount as read, idemctlReceives this run's receives
 // among it, consumerReceivesAtMost the rest (absent when SQS gave no
 // count): earlier reads of the DLQ are in it too. redrive is what
 // `idemctl redrive` does with the message (inspect only). redrive's counts
 // are by class (done, not-done, malformed, poison, unconfirmed,
-// in-progress, copy, too-old), by planned action (move, delete, leave) and by what
+// in-progress, held, copy, too-old), by planned action (move, delete, leave) and by what
 // was done (moved, deleted, failed). stats' oldestSource is "cloudwatch"
 // (ApproximateAgeOfOldestMessage), "peek" (the oldest SentTimestamp read
 // from the DLQ) or "none"; the source queue is never received from.

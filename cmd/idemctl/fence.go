@@ -33,7 +33,12 @@ const notDoneReason = "idemctl resolve --not-done: an operator found the effect 
 // that the zombie's late release cannot undo it. to FAILED keeps the
 // token: if the zombie's receipt lands after all, the effect did happen
 // and the receipt is the truth.
-func (rc *receipts) settle(ctx context.Context, skey string, old idem.Record, to idem.Status, now time.Time) (idem.Record, error) {
+//
+// expires is the record's expiry after the write: a record without one (a
+// HELD record, which never expires until it is settled) gets it, so that
+// the receipt or the release lasts as long as the consumer's own would;
+// any other keeps its own.
+func (rc *receipts) settle(ctx context.Context, skey string, old idem.Record, to idem.Status, expires, now time.Time) (idem.Record, error) {
 	cond := name(rc.keyAttr()).AttributeExists().And(
 		same(schema.Lease, old.Lease != "", old.Lease),
 		same(schema.Status, true, string(old.Status)),
@@ -43,6 +48,9 @@ func (rc *receipts) settle(ctx context.Context, skey string, old idem.Record, to
 	written := now.UnixMilli()
 	upd := expression.Set(name(schema.Status), expression.Value(string(to))).
 		Set(name(schema.UpdatedAt), expression.Value(written))
+	if old.ExpiresAt.IsZero() {
+		upd = upd.Set(name(schema.TTL), expression.Value(expires.Unix()))
+	}
 	lease := old.Lease
 	if to == idem.StatusCompleted {
 		lease = "idemctl-" + rand.Text()

@@ -149,6 +149,9 @@ func encode(rec idem.Record) map[string]types.AttributeValue {
 	if rec.LastError != "" {
 		item[schema.LastError] = s(rec.LastError)
 	}
+	if rec.PrevStatus != "" {
+		item[schema.PrevStatus] = s(string(rec.PrevStatus))
+	}
 	if len(rec.Result) > 0 {
 		item[schema.Result] = &types.AttributeValueMemberB{Value: rec.Result}
 	}
@@ -173,6 +176,22 @@ func (h *harness) completed(key string) idem.Record {
 func (h *harness) failed(key string, attempts int) idem.Record {
 	r := h.completed(key)
 	r.Status, r.Attempts, r.LastError = idem.StatusFailed, attempts, "*net.OpError"
+	return r
+}
+
+// unknown is a record released after an error that did not say whether
+// the effect took place.
+func (h *harness) unknown(key string, attempts int) idem.Record {
+	r := h.failed(key, attempts)
+	r.Status, r.LastError = idem.StatusUnknown, "provider-timeout"
+	return r
+}
+
+// held is an unknown outcome the consumer's policy parked: no expiry.
+func (h *harness) held(key string, attempts int) idem.Record {
+	r := h.unknown(key, attempts)
+	r.Status, r.PrevStatus, r.ExpiresAt = idem.StatusHeld, idem.StatusUnknown, time.Time{}
+	r.LastError = "unknown outcome, reconcile could not tell: provider-timeout"
 	return r
 }
 

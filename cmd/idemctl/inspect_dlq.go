@@ -98,14 +98,14 @@ func (a *app) attachDLQ(ctx context.Context, r resources, rc *receipts, keys []r
 			}
 			mv := a.messageView(m)
 			mv.deadLetterAfter = maxReceiveCount
-			if maxReceiveCount > 0 || v.State != stateFailed {
+			if maxReceiveCount > 0 || !releasedState(v.State) {
 				mv.Redrive = &redriveVerdict{Class: verdict.class, Action: verdict.action(), Reason: verdict.reason}
 			}
 			v.DLQ = append(v.DLQ, mv)
 			verdicts = append(verdicts, verdict)
 		}
-		says := redriveSays(msgs, verdicts, found)
-		if maxReceiveCount == 0 && v.State == stateFailed {
+		says := redriveSays(msgs, verdicts, nextRun(v.rec, found))
+		if maxReceiveCount == 0 && releasedState(v.State) {
 			says = "`idemctl redrive` sends it back if it failed fewer times than the queue's maxReceiveCount, else leaves it as poison (maxReceiveCount unknown here: --stack or --queue-url)"
 		}
 		v.Meaning = meaning(v.rec, v.State, v.now, v.resolve, dlqNews{checked: true, redrive: says})
@@ -113,14 +113,26 @@ func (a *app) attachDLQ(ctx context.Context, r resources, rc *receipts, keys []r
 	return nil
 }
 
-// redriveSays is what `idemctl redrive` does with msgs, given their
-// verdicts; found: the key has a record.
-func redriveSays(msgs []message, verdicts []verdict, found bool) string {
-	const listed = 3
-	runs := "runs the effect"
-	if found {
-		runs = "runs it again"
+// releasedState reports the states redrive sends back below its poison
+// threshold, the queue's maxReceiveCount by default.
+func releasedState(st state) bool { return st == stateFailed || st == stateUnknown }
+
+// nextRun is what the delivery of a message sent back does with the key
+// of rec (found: it has a record).
+func nextRun(rec idem.Record, found bool) string {
+	switch {
+	case !found:
+		return "runs the effect"
+	case rec.Status == idem.StatusUnknown:
+		return "asks the partner (reconcile) or follows the consumer's policy"
 	}
+	return "runs it again"
+}
+
+// redriveSays is what `idemctl redrive` does with msgs, given their
+// verdicts; runs is what the next delivery does with one sent back.
+func redriveSays(msgs []message, verdicts []verdict, runs string) string {
+	const listed = 3
 	var says []string
 	for i, v := range verdicts[:min(listed, len(verdicts))] {
 		it := "it"
@@ -133,7 +145,11 @@ func redriveSays(msgs []message, verdicts []verdict, found bool) string {
 		case actDelete:
 			says = append(says, fmt.Sprintf("deletes %s as done", it))
 		default:
-			says = append(says, fmt.Sprintf("leaves %s (%s: %s)", it, v.class, v.reason))
+			reason := v.reason
+			if !strings.HasPrefix(reason, string(v.class)+":") {
+				reason = fmt.Sprintf("%s: %s", v.class, reason)
+			}
+			says = append(says, fmt.Sprintf("leaves %s (%s)", it, reason))
 		}
 	}
 	s := "`idemctl redrive` " + strings.Join(says, "; ")

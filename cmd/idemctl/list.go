@@ -28,7 +28,7 @@ func listCommand() *command {
 		name: "list", args: "",
 		summary: "the namespace's records in one state, oldest first, read by a parallel scan",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.status, "status", statusAll, "in-progress, unconfirmed (in progress, lease ended), failed, completed, expired or all")
+			fs.StringVar(&f.status, "status", statusAll, "in-progress, unconfirmed (in progress, lease ended), failed, unknown (an outcome to reconcile), held (waiting for resolve), completed, expired or all")
 			fs.DurationVar(&f.olderThan, "older-than", 0, "only records last updated longer ago than this (e.g. 15m, 24h)")
 			fs.IntVar(&f.segments, "segments", defaultSegments, "parallel scan segments")
 			fs.IntVar(&f.limit, "limit", 100, "print at most this many records, oldest first (0: all); all are counted")
@@ -98,7 +98,7 @@ func (a *app) list(ctx context.Context, f listFlags, args []string) error {
 				lease = relative(now, v.rec.LeaseUntil)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.StorageKey, v.State, v.Attempts,
-				relative(now, v.rec.UpdatedAt), lease, relative(now, v.rec.ExpiresAt), orDash(v.LastError))
+				relative(now, v.rec.UpdatedAt), lease, expiry(now, v.rec), orDash(v.LastError))
 		}
 		more := ""
 		if len(out.Records) < out.Matched {
@@ -121,6 +121,10 @@ func parseStatus(s string) (want state, stored idem.Status, err error) {
 		return state(s), idem.StatusInProgress, nil
 	case stateFailed:
 		return stateFailed, idem.StatusFailed, nil
+	case stateUnknown:
+		return stateUnknown, idem.StatusUnknown, nil
+	case stateHeld:
+		return stateHeld, idem.StatusHeld, nil
 	case stateCompleted:
 		return stateCompleted, idem.StatusCompleted, nil
 	case stateExpired:

@@ -31,6 +31,8 @@ func listTable(t *testing.T) *harness {
 	old.UpdatedAt = h.now.Add(-3 * time.Hour)
 	h.put("stuck-2", old)
 	h.put("broken", h.failed("broken", 1))
+	h.put("unsure", h.unknown("unsure", 1))
+	h.put("parked", h.held("parked", 2))
 	h.put("gone", h.expired("gone", idem.StatusCompleted))
 	other := h.completed("x")
 	other.Key = "refunds#" + strings.Repeat("0", 64)
@@ -40,7 +42,7 @@ func listTable(t *testing.T) *harness {
 
 func TestList(t *testing.T) {
 	h := listTable(t)
-	for status, want := range map[string]int{"completed": 7, "in-progress": 1, "unconfirmed": 2, "failed": 1, "expired": 1, "all": 12} {
+	for status, want := range map[string]int{"completed": 7, "in-progress": 1, "unconfirmed": 2, "failed": 1, "unknown": 1, "held": 1, "expired": 1, "all": 14} {
 		var out listOut
 		h.ok(&out, "list", "--status", status, "--segments", "3")
 		if out.Matched != want || len(out.Records) != want {
@@ -58,12 +60,38 @@ func TestList(t *testing.T) {
 		t.Errorf("--older-than 1h: %+v", out)
 	}
 	h.ok(&out, "list", "--limit", "2")
-	if out.Matched != 12 || len(out.Records) != 2 || out.Records[0].StorageKey != h.guard.StorageKey("stuck-2") {
-		t.Errorf("--limit 2: %+v; want the oldest two of 12", out)
+	if out.Matched != 14 || len(out.Records) != 2 || out.Records[0].StorageKey != h.guard.StorageKey("stuck-2") {
+		t.Errorf("--limit 2: %+v; want the oldest two of 14", out)
 	}
-	if code := h.run("list", "--limit", "2", "--stack", testStack); code != 0 || !strings.Contains(h.out.String(), "12 all record(s) in namespace orders of receipts (the oldest 2 shown: --limit)") {
+	if code := h.run("list", "--limit", "2", "--stack", testStack); code != 0 || !strings.Contains(h.out.String(), "14 all record(s) in namespace orders of receipts (the oldest 2 shown: --limit)") {
 		t.Errorf("table: %s", h.out.String())
 	}
+}
+
+// TestListRemoteStates: an UNKNOWN record (an outcome the next delivery
+// reconciles) and a HELD one (waiting for an operator) are states of
+// their own, filtered server-side by their status; a held record's
+// expiry reads "never".
+func TestListRemoteStates(t *testing.T) {
+	h := listTable(t)
+	for _, tc := range []struct{ status, key, stored string }{
+		{"held", "parked", "HELD"},
+		{"unknown", "unsure", "UNKNOWN"},
+	} {
+		var out struct {
+			Matched int
+			Records []struct{ StorageKey, State, Status, LastError string }
+		}
+		h.ok(&out, "list", "--status", tc.status)
+		if out.Matched != 1 || out.Records[0].StorageKey != h.guard.StorageKey(tc.key) || out.Records[0].State != tc.status || out.Records[0].Status != tc.stored {
+			t.Errorf("--status %s: %+v; want %s alone", tc.status, out, tc.key)
+		}
+	}
+	if code := h.run("list", "--status", "held", "--stack", testStack); code != 0 ||
+		!strings.Contains(h.out.String(), "never (held)  unknown outcome, reconcile could not tell: provider-timeout") {
+		t.Errorf("table:\n%s", h.out.String())
+	}
+	h.fails(exitUsage, "one of all, completed, in-progress, unconfirmed, failed, unknown, held, expired", "list", "--status", "parked")
 }
 
 // TestListScansInParallel: every segment is read, a page at a time, with

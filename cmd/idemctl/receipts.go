@@ -159,7 +159,11 @@ func (rc *receipts) sample(ctx context.Context) error {
 }
 
 func knownStatus(s idem.Status) bool {
-	return s == idem.StatusInProgress || s == idem.StatusCompleted || s == idem.StatusFailed
+	switch s {
+	case idem.StatusInProgress, idem.StatusCompleted, idem.StatusFailed, idem.StatusUnknown, idem.StatusHeld:
+		return true
+	}
+	return false
 }
 
 // keyAttr is the attribute holding the storage key.

@@ -38,6 +38,18 @@ func TestNotAReceiptTable(t *testing.T) {
 	h.fails(exitUsage, "has no sort key", "list", "--partition-value", "IDEMPOTENCY")
 }
 
+// TestReceiptTableStatuses: a table whose sampled record has any status
+// the library writes, UNKNOWN and HELD included, is a receipt table.
+func TestReceiptTableStatuses(t *testing.T) {
+	for _, st := range []idem.Status{idem.StatusInProgress, idem.StatusCompleted, idem.StatusFailed, idem.StatusUnknown, idem.StatusHeld} {
+		h := newHarness(t)
+		rec := h.completed("k")
+		rec.Status = st
+		h.put("k", rec)
+		h.ok(nil, "stats")
+	}
+}
+
 // TestCompositeKey reads a single-table design: every record under one
 // partition, the storage key as the sort key, read by a query of that
 // partition only.

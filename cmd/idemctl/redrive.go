@@ -237,7 +237,7 @@ func (a *app) printRedrive(w io.Writer, out redriveView) {
 		whole = "not the whole DLQ: --max or --hold reached, run again"
 	}
 	var classes []string
-	for _, c := range []class{classDone, classNotDone, classMalformed, classPoison, classUnconfirmed, classInProgress, classCopy, classTooOld} {
+	for _, c := range []class{classDone, classNotDone, classMalformed, classPoison, classUnconfirmed, classInProgress, classHeld, classCopy, classTooOld} {
 		if n := out.Counts[string(c)]; n > 0 {
 			classes = append(classes, fmt.Sprintf("%s %d", c, n))
 		}

@@ -16,7 +16,10 @@ import (
 // message sent back goes through the consumer's Guard again, so even a
 // wrong "not done" cannot run an effect whose receipt exists; the only
 // records that could let it run twice — unconfirmed ones, in progress or
-// expired — keep their message in the DLQ until a person has looked.
+// expired — keep their message in the DLQ until a person has looked. An
+// UNKNOWN record goes back like a FAILED one: the next delivery asks the
+// partner first, or follows the policy the consumer chose for it. A HELD
+// one stays: its copy would only fail again until an operator settles it.
 
 // class is what a dead-lettered message is.
 type class string
@@ -30,6 +33,7 @@ const (
 	classInProgress  class = "in-progress" // an attempt holds the key right now
 	classCopy        class = "copy"        // another copy of the key goes back in this run
 	classTooOld      class = "too-old"     // no record, but older than the receipts are kept
+	classHeld        class = "held"        // an unknown outcome parked until an operator settles it
 )
 
 // action is what redrive does with a message.
@@ -44,6 +48,7 @@ const (
 var actionOf = map[class]action{
 	classDone: actDelete, classNotDone: actMove, classMalformed: actLeave, classPoison: actLeave,
 	classUnconfirmed: actLeave, classInProgress: actLeave, classCopy: actLeave, classTooOld: actLeave,
+	classHeld: actLeave,
 }
 
 // verdict is a message's class and why.
@@ -129,6 +134,10 @@ func (s *sorter) judge(rec idem.Record, found bool, fp string, sentAt, now time.
 			return verdict{class: classPoison, reason: "an expired receipt for this key with another payload: the key was reused"}
 		case rec.Status == idem.StatusInProgress:
 			return verdict{class: classUnconfirmed, reason: "its record expired unconfirmed: the effect may have run; check downstream, then delete the message or send it back yourself"}
+		case rec.Status == idem.StatusUnknown || rec.Status == idem.StatusHeld:
+			// The acquire of an expired item still finds its status
+			// and treats it as the unknown outcome it is.
+			return verdict{class: classNotDone, reason: fmt.Sprintf("its %s record expired at %s: whether the effect took place is unknown; %s", rec.Status, stamp(rec.ExpiresAt), reconciles)}
 		}
 		return verdict{class: classNotDone, reason: fmt.Sprintf("its %s record expired at %s: the effect did not happen", rec.Status, stamp(rec.ExpiresAt))}
 	case stateCompleted:
@@ -140,14 +149,27 @@ func (s *sorter) judge(rec idem.Record, found bool, fp string, sentAt, now time.
 		return verdict{class: classInProgress, reason: fmt.Sprintf("an attempt holds the key until %s: redrive again after that", stamp(rec.LeaseUntil))}
 	case stateUnconfirmed:
 		return verdict{class: classUnconfirmed, reason: fmt.Sprintf("unconfirmed since %s: the effect may have run; check downstream, `idemctl resolve`, then redrive again", stamp(rec.LeaseUntil))}
-	case stateFailed:
+	case stateFailed, stateUnknown:
 		if s.maxAttempts > 0 && rec.Attempts >= s.maxAttempts {
 			return verdict{class: classPoison, reason: fmt.Sprintf("failed every time it ran, %d times (last: %s): fix the cause, then redrive with --max-attempts %d", rec.Attempts, lastErrorBrief(rec.LastError), rec.Attempts+1)}
 		}
+		if st == stateUnknown {
+			last := ", the last"
+			if rec.Attempts == 1 {
+				last = ","
+			}
+			return verdict{class: classNotDone, reason: fmt.Sprintf("failed %s%s without saying whether the effect took place (last: %s), fewer than %d: %s", times(rec.Attempts), last, lastErrorBrief(rec.LastError), s.maxAttempts, reconciles)}
+		}
 		return verdict{class: classNotDone, reason: fmt.Sprintf("failed %s (last: %s), fewer than %d: the effect did not happen", times(rec.Attempts), lastErrorBrief(rec.LastError), s.maxAttempts)}
+	case stateHeld:
+		return verdict{class: classHeld, reason: "held: settle it first with idemctl resolve (--done or --not-done), then redrive again: sent back now, it would only fail again"}
 	}
 	return verdict{class: classPoison, reason: fmt.Sprintf("a record with status %q, which the idem library never writes", rec.Status)}
 }
+
+// reconciles is what the next delivery of a key with an unknown outcome
+// does.
+const reconciles = "the next delivery asks the partner (reconcile) or follows the consumer's policy"
 
 // samePayload is the Guard's rule: an empty fingerprint matches any.
 func samePayload(a, b string) bool { return a == "" || b == "" || a == b }

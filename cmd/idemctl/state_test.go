@@ -33,7 +33,10 @@ func TestStateOf(t *testing.T) {
 		{"expired", rec(idem.StatusCompleted, now, now.Add(-time.Second)), true, stateExpired},
 		{"expired in progress", rec(idem.StatusInProgress, later, now.Add(-time.Second)), true, stateExpired},
 		{"no expiry", rec(idem.StatusCompleted, now, time.Time{}), true, stateCompleted},
-		{"unknown", rec("DONE", now, later), true, stateUnknown},
+		{"unknown outcome", rec(idem.StatusUnknown, later, later), true, stateUnknown},
+		{"held, no expiry", rec(idem.StatusHeld, now.Add(-time.Hour), time.Time{}), true, stateHeld},
+		{"expired unknown outcome", rec(idem.StatusUnknown, now, now.Add(-time.Second)), true, stateExpired},
+		{"unrecognized", rec("DONE", now, later), true, stateUnrecognized},
 	} {
 		if got := stateOf(tc.rec, tc.found, now); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -44,13 +47,15 @@ func TestStateOf(t *testing.T) {
 func TestMeaning(t *testing.T) {
 	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
 	for st, want := range map[state]string{
-		stateAbsent:      "absent: no record",
-		stateCompleted:   "completed: the effect happened; a copy is skipped",
-		stateInProgress:  "in progress, lease live until 2026-11-24T02:05:00Z (5m left)",
-		stateUnconfirmed: "`idemctl resolve order-1 --done` or `--not-done`",
-		stateFailed:      "failed 3 times (last: *net.OpError): the next delivery runs it again",
-		stateExpired:     "expired 1h ago (a FAILED record",
-		stateUnknown:     "unknown status",
+		stateAbsent:       "absent: no record",
+		stateCompleted:    "completed: the effect happened; a copy is skipped",
+		stateInProgress:   "in progress, lease live until 2026-11-24T02:05:00Z (5m left)",
+		stateUnconfirmed:  "`idemctl resolve order-1 --done` or `--not-done`",
+		stateFailed:       "failed 3 times (last: *net.OpError): the next delivery runs it again",
+		stateExpired:      "expired 1h ago (a FAILED record",
+		stateUnknown:      "unknown: the last attempt's effect failed without saying whether it took place (3 attempts, last: *net.OpError): the next delivery asks the partner (reconcile) or follows the consumer's policy",
+		stateHeld:         "never run again until you settle it: look it up at the remote system by its key, then `idemctl resolve order-1 --done` or `--not-done`",
+		stateUnrecognized: `unrecognized status "FAILED"`,
 	} {
 		rec := idem.Record{Status: idem.StatusFailed, Attempts: 3, LastError: "*net.OpError", LeaseUntil: now.Add(5 * time.Minute), ExpiresAt: now.Add(-time.Hour)}
 		if got := meaning(rec, st, now, "order-1", dlqNews{}); !strings.Contains(got, want) {

@@ -24,7 +24,7 @@ func TestStats(t *testing.T) {
 	h.cw = &fakeCW{ages: map[string]float64{"orders": 42, "orders-dlq": 5400}}
 	var out statsOut
 	h.ok(&out, "stats")
-	want := map[string]int{"completed": 7, "in-progress": 1, "unconfirmed": 2, "failed": 1, "expired": 1, "total": 12}
+	want := map[string]int{"completed": 7, "in-progress": 1, "unconfirmed": 2, "failed": 1, "unknown": 1, "held": 1, "expired": 1, "total": 14}
 	for k, v := range want {
 		if out.Records[k] != v {
 			t.Errorf("records %s: %d, want %d", k, out.Records[k], v)

@@ -17,6 +17,10 @@ type recordView struct {
 	State      state  `json:"state"`
 	Meaning    string `json:"meaning"`
 	Status     string `json:"status,omitempty"`
+	// PrevStatus is the status of the record the last attempt took over
+	// ("" for none): UNKNOWN or IN_PROGRESS, an unknown outcome it had to
+	// reconcile first. LastError is then still that attempt's.
+	PrevStatus string `json:"prevStatus,omitempty"`
 	Attempts   int    `json:"attempts"`
 	// LeaseUntil and LeaseLeftSeconds (negative once ended) are the lease
 	// of the attempt that last took the record.
@@ -73,7 +77,7 @@ func (a *app) view(rec idem.Record, found bool, skey, typed string, now time.Tim
 	}
 	v := recordView{
 		Key: typed, StorageKey: shown, State: st, Meaning: meaning(rec, st, now, resolveArg, dlqNews{}),
-		Status: string(rec.Status), Attempts: rec.Attempts, LastError: rec.LastError, LastErrorNote: lastErrorNote(rec.LastError),
+		Status: string(rec.Status), PrevStatus: string(rec.PrevStatus), Attempts: rec.Attempts, LastError: rec.LastError, LastErrorNote: lastErrorNote(rec.LastError),
 		ResultBytes: len(rec.Result), ResultOmitted: rec.ResultOmitted,
 		LeaseUntil: stampPtr(rec.LeaseUntil), ExpiresAt: stampPtr(rec.ExpiresAt), UpdatedAt: stampPtr(rec.UpdatedAt),
 		rec: rec, now: now, resolve: resolveArg,
@@ -118,6 +122,10 @@ func (a *app) printRecord(w io.Writer, v recordView) {
 		// Only a record in progress is held: a receipt or a release
 		// ends the lease, whatever its end said.
 		fmt.Fprintf(w, "  lease\tuntil %s\n", relative(now, rec.LeaseUntil))
+		if rec.PrevStatus != "" {
+			// The acquire kept the last error of the attempt it took over.
+			fmt.Fprintf(w, "  took over\ta record left %s (the last error is that attempt's)\n", rec.PrevStatus)
+		}
 	}
 	lastError := orDash(rec.LastError)
 	if v.LastErrorNote != "" {
@@ -125,6 +133,22 @@ func (a *app) printRecord(w io.Writer, v recordView) {
 	}
 	fmt.Fprintf(w, "  last error\t%s\n", lastError)
 	fmt.Fprintf(w, "  result\t%s\n", resultSize(rec))
-	fmt.Fprintf(w, "  retention\tuntil %s\n", relative(now, rec.ExpiresAt))
+	fmt.Fprintf(w, "  retention\t%s\n", retention(now, rec))
 	fmt.Fprintf(w, "  updated\t%s\n", relative(now, rec.UpdatedAt))
+}
+
+// retention is when rec expires, in words: a held record never does.
+func retention(now time.Time, rec idem.Record) string {
+	if rec.ExpiresAt.IsZero() && rec.Status == idem.StatusHeld {
+		return "none: a held record never expires, until it is settled"
+	}
+	return "until " + relative(now, rec.ExpiresAt)
+}
+
+// expiry is retention in a table cell.
+func expiry(now time.Time, rec idem.Record) string {
+	if rec.ExpiresAt.IsZero() && rec.Status == idem.StatusHeld {
+		return "never (held)"
+	}
+	return relative(now, rec.ExpiresAt)
 }

@@ -25,14 +25,20 @@ const (
 // effect writes none.
 var EffectTables = []Table{
 	// One item per order; ADD issued 1, directly (lease mode) or inside
-	// the receipt's transaction (transactional mode).
-	{Env: EnvLedgerTable, PartitionKey: KeyField, Actions: []string{"dynamodb:UpdateItem"}},
+	// the receipt's transaction (transactional mode). Lease mode's
+	// Reconcile reads the item (GetItem) to tell whether an unknown
+	// outcome had issued the card.
+	{Env: EnvLedgerTable, PartitionKey: KeyField, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}},
 }
 
 // EffectSettings are the effect's plain variables. Keep the declaration,
 // empty if the effect has none.
 var EffectSettings = []Setting{
 	// Transactional mode commits DynamoDB writes only: the effect would
-	// never call the URL, and refuses it.
-	{Env: EnvEffectURL, Context: "effectUrl", Valid: consumer.IsHTTPURL, Modes: []string{consumer.ModeLease}},
+	// never call the URL, and refuses it. A fork whose effect cannot work
+	// without its remote system marks its URL Required.
+	{
+		Env: EnvEffectURL, Context: "effectUrl", Valid: consumer.IsHTTPURL, Modes: []string{consumer.ModeLease},
+		Example: "https://partner.example/cards",
+	},
 }

@@ -98,5 +98,14 @@ func TestDeclarations(t *testing.T) {
 				t.Errorf("setting %s: mode %q", s.Env, m)
 			}
 		}
+		if s.Required && s.Example == "" {
+			t.Errorf("setting %s is required: give it an Example, which the error asking for it shows", s.Env)
+		}
+		// The app checks both as it checks a value given on the command line.
+		for what, v := range map[string]string{"Example": s.Example, "Suite": s.Suite} {
+			if v != "" && s.Valid != nil && !s.Valid(v) {
+				t.Errorf("setting %s: %s %q is not valid", s.Env, what, v)
+			}
+		}
 	}
 }

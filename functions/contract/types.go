@@ -18,4 +18,16 @@ type Setting struct {
 	Valid func(string) bool
 	// Modes are the modes it may be set in; nil: any.
 	Modes []string
+	// Required: in the modes it may be set in, the app refuses to
+	// synthesize without a value, rather than deploy a consumer whose
+	// Setup refuses its environment.
+	Required bool
+	// Example is a value the error asking for a required setting shows
+	// (cdk deploy -c <Context>=<Example>).
+	Example string
+	// Suite is the value of the test and localstack profiles, in the modes
+	// it may be set in: what the integration suite runs against (a stub of
+	// the remote system on a fixed loopback address, say); "": those
+	// profiles leave it unset.
+	Suite string
 }

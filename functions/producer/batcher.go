@@ -114,7 +114,7 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 	b.mu.Lock()
 	if err := ctx.Err(); err != nil {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("producer: not sent: %w", err)
+		return nil, notSent(fmt.Errorf("producer: not sent: %v", err))
 	}
 	e.ctx, e.b, e.blocked = ctx, b, true
 	b.blocked++
@@ -148,7 +148,7 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 	b.mu.Unlock()
 	if !inFlight {
 		// Out of the batch before it went: never sent.
-		return nil, fmt.Errorf("producer: not sent, no batch went before the deadline: %w", ctx.Err())
+		return nil, notSent(fmt.Errorf("producer: not sent, no batch went before the deadline: %v", ctx.Err()))
 	}
 	select {
 	case s := <-e.done: // it finished just in time

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
 // sendBatch sends batch under ctx and tells each entry how it went. Only
@@ -21,7 +23,8 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 	pending := batch
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			fail(pending, fmt.Errorf("%w: no time left for attempt %d: %w", ErrSend, attempt, err))
+			// Every earlier attempt of these was refused: not sent.
+			fail(pending, notSent(fmt.Errorf("%w: no time left for attempt %d: %v", ErrSend, attempt, err)))
 			return
 		}
 		failures, err := p.sendOnce(ctx, pending)
@@ -36,7 +39,7 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 			case !failed:
 				continue // told already
 			case f.permanent || attempt == p.attempts || ctx.Err() != nil:
-				e.tell(sent{err: fmt.Errorf("%w after %d attempt(s): %v", ErrSend, attempt, f.err)})
+				e.tell(sent{err: notSent(fmt.Errorf("%w after %d attempt(s): %v", ErrSend, attempt, f.err))})
 			default:
 				retry = append(retry, e)
 			}
@@ -58,6 +61,12 @@ func fail(batch []*entry, err error) {
 	}
 }
 
+// notSent marks err as a definite failure: SQS refused the message, or it
+// never left, so its record is released FAILED. A call that failed any
+// other way (a server fault, the network, the deadline) may have sent it:
+// its record is released UNKNOWN (idem.Definite).
+func notSent(err error) error { return idem.Definite(idem.Classify(err, "not-sent")) }
+
 // callError describes a failed SendMessageBatch call.
 func callError(ctx context.Context, err error) error {
 	var ae smithy.APIError
@@ -65,7 +74,7 @@ func callError(ctx context.Context, err error) error {
 	case errors.As(err, &ae) && ae.ErrorFault() == smithy.FaultClient:
 		// BatchRequestTooLong, InvalidParameterValue...: the same request
 		// would fail again.
-		return fmt.Errorf("%w: SQS rejected the request (sender fault, not retried): %w", ErrSend, err)
+		return notSent(fmt.Errorf("%w: SQS rejected the request (sender fault, not retried): %w", ErrSend, err))
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: the call did not finish before the batch's deadline, SQS may have taken the messages: %w", ErrSend, err)
 	default:

@@ -27,6 +27,7 @@ func TestRuntimeAgreement(t *testing.T) {
 	for name, props := range map[string]exactlyonce.ConsumerProps{
 		"defaults":    {},
 		"key":         {Config: exactlyonce.Config{Key: "paymentId", Mode: consumer.ModeTransactional}},
+		"hold":        {Config: exactlyonce.Config{UnknownOutcome: consumer.UnknownHold}},
 		"environment": {Config: exactlyonce.Config{Namespace: "charges"}, Environment: own},
 		"alarm topic": {Config: exactlyonce.Config{AlarmTopicARN: "arn:aws:sns:eu-west-1:123456789012:alarms"}},
 	} {

@@ -56,8 +56,9 @@ func (c Config) RunbookSection(alarmID string) string {
 
 // addAlarms: anything in the DLQ, a backlog older than retries can explain,
 // any function error (with ReportBatchItemFailures a failed message is a
-// partial batch response, so Errors > 0 means a crash or timeout), and the
-// library's outcomes that put exactly-once at risk. With
+// partial batch response, so Errors > 0 means a crash or timeout), the
+// library's outcomes that put exactly-once at risk, and any key held for
+// an operator (Config.UnknownOutcome). With
 // Config.AlarmTopicARN set, every alarm notifies that (imported, not
 // created) SNS topic.
 //
@@ -107,6 +108,12 @@ func (c *Consumer) addAlarms(id string) {
 	alarm("AlarmStoreErrors", "stats %s",
 		fmt.Sprintf("The receipt store failed in %d of %d minutes (StoreError): messages are retried and move towards the DLQ without their effect running.", storeErrorDatapoints, storeErrorPeriods),
 		c.OutcomeMetric(consumer.MetricStoreError), 0, storeErrorDatapoints, storeErrorPeriods)
+	// Created whatever UnknownOutcome says: a key held under hold stays
+	// held (no expiry) after a switch to retry, and its copies go on
+	// failing into the DLQ.
+	alarm("AlarmHeld", "list --status held %s, then idemctl resolve KEY --done or --not-done",
+		"An effect's outcome was unknown and its Reconcile could not tell (Held): the key is parked and its messages go to the DLQ until someone checks downstream and resolves it.",
+		c.OutcomeMetric(consumer.MetricHeld), 0, 1, 1)
 	if len(tooLong) > 0 {
 		panic(fmt.Sprintf("exactlyonce: consumer %q: alarm descriptions longer than CloudWatch's %d characters: %s; shorten Config.RunbookURL or the construct id",
 			id, maxAlarmDescription, strings.Join(tooLong, ", ")))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
@@ -33,12 +34,12 @@ func emfDimensions(tpl cdktest.Template, t *testing.T, namespace string) []any {
 
 func TestAlarms(t *testing.T) {
 	c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
-	if len(c.Alarms) != 6 {
-		t.Errorf("Consumer.Alarms has %d, want 6", len(c.Alarms))
+	if len(c.Alarms) != 7 {
+		t.Errorf("Consumer.Alarms has %d, want 7", len(c.Alarms))
 	}
 	dims := emfDimensions(tpl, t, "gift-cards")
 	cdktest.Check(t, "alarms", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(6))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(7))
 		every := map[string]any{
 			"ComparisonOperator": "GreaterThanThreshold", "Period": 60, "TreatMissingData": "notBreaching",
 		}
@@ -51,8 +52,8 @@ func TestAlarms(t *testing.T) {
 			"Threshold":  c.Config.BacklogAgeThreshold().Seconds(),
 		})
 		// Any LeaseLost or Unconfirmed: the effect may have run twice or
-		// may run again.
-		for _, m := range []string{consumer.MetricLeaseLost, consumer.MetricUnconfirmed} {
+		// may run again. Any Held: a key waits for an operator.
+		for _, m := range []string{consumer.MetricLeaseLost, consumer.MetricUnconfirmed, consumer.MetricHeld} {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace": consumer.MetricNamespace, "MetricName": m, "Dimensions": dims,
 				"Statistic": "Sum", "Threshold": 0, "EvaluationPeriods": 1,
@@ -78,8 +79,8 @@ func TestAlarmTopic(t *testing.T) {
 	arn := "arn:aws:sns:eu-west-1:123456789012:alarms"
 	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{AlarmTopicARN: arn}})
 	alarms := tpl.ByType("AWS::CloudWatch::Alarm")
-	if len(alarms) != 6 {
-		t.Fatalf("want 6 alarms, got %d", len(alarms))
+	if len(alarms) != 7 {
+		t.Fatalf("want 7 alarms, got %d", len(alarms))
 	}
 	for id, a := range alarms {
 		if got := cdktest.Strings(a["AlarmActions"]); len(got) != 1 || got[0] != arn {
@@ -140,8 +141,8 @@ func TestAlarmDescriptions(t *testing.T) {
 			stack := newStack()
 			c := exactlyonce.NewConsumer(stack, tt.id, &exactlyonce.ConsumerProps{Code: cdktest.Code(), Config: exactlyonce.Config{RunbookURL: tt.runbook}})
 			descriptions := alarmDescriptions(t, c, cdktest.Synth(t, stack))
-			if len(descriptions) != 6 {
-				t.Fatalf("%d alarms, want 6", len(descriptions))
+			if len(descriptions) != 7 {
+				t.Fatalf("%d alarms, want 7", len(descriptions))
 			}
 			base := tt.runbook
 			if base == "" {
@@ -167,6 +168,10 @@ func TestAlarmDescriptions(t *testing.T) {
 					"Runbook: https://github.com/exactlyonce/sqsidem/blob/main/cmd/idemctl/RUNBOOK.md#alarmdeadletterqueuenotempty"
 				if got := descriptions["AlarmDeadLetterQueueNotEmpty"]; got != want {
 					t.Errorf("DLQ alarm description\n got %q\nwant %q", got, want)
+				}
+				held := "Run: idemctl list --status held --stack Test --consumer Orders, then idemctl resolve KEY --done or --not-done. "
+				if got := descriptions["AlarmHeld"]; !strings.HasPrefix(got, held) || !strings.HasSuffix(got, "RUNBOOK.md#alarmheld") {
+					t.Errorf("held alarm description %q, want it to start with %q and link to #alarmheld", got, held)
 				}
 			}
 		})
@@ -196,5 +201,33 @@ func TestAlarmDescriptionLength(t *testing.T) {
 	})
 	if !strings.Contains(msg, "alarm descriptions longer than CloudWatch's 1024 characters") || !strings.Contains(msg, "AlarmLeaseLost") {
 		t.Errorf("panic = %q, want the alarms whose description is too long", msg)
+	}
+}
+
+// TestAlarmHeld: AlarmHeld watches the Held outcome whatever the policy
+// and the mode: a key held under hold stays held after a switch to retry
+// (or from a lease-mode deployment to transactional), and its copies go
+// on failing.
+func TestAlarmHeld(t *testing.T) {
+	for name, cfg := range map[string]exactlyonce.Config{
+		"retry":         {},
+		"hold":          {UnknownOutcome: consumer.UnknownHold},
+		"transactional": {Mode: consumer.ModeTransactional},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: cfg})
+			descriptions := alarmDescriptions(t, c, tpl)
+			if _, ok := descriptions["AlarmHeld"]; !ok {
+				t.Fatalf("no AlarmHeld among %d alarms", len(descriptions))
+			}
+			cdktest.Check(t, "held alarm", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+					"Namespace": consumer.MetricNamespace, "MetricName": consumer.MetricHeld,
+					"Dimensions": emfDimensions(tpl, t, consumer.DefaultNamespace),
+					"Statistic":  "Sum", "Threshold": 0, "EvaluationPeriods": 1, "ComparisonOperator": "GreaterThanThreshold",
+					"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String(`RUNBOOK\.md#alarmheld$`)),
+				})
+			})
+		})
 	}
 }

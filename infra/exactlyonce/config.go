@@ -76,6 +76,14 @@ type Config struct {
 	SafetyMargin time.Duration
 	// Mode is consumer.ModeLease or consumer.ModeTransactional (IDEM_MODE).
 	Mode string
+	// UnknownOutcome is what a lease-mode consumer does with an unknown
+	// outcome the effect's Reconcile cannot settle (IDEM_UNKNOWN_OUTCOME):
+	// consumer.UnknownRetry runs the effect again (at least once in the
+	// window), consumer.UnknownHold parks the key for an operator
+	// (AlarmHeld; at most once). Transactional mode never leaves an
+	// unknown outcome, so Validate refuses UnknownHold there rather than
+	// let it promise what it would never do.
+	UnknownOutcome string
 	// Namespace is the consumer's idem namespace (IDEM_NAMESPACE, metrics
 	// dimension). Another function sharing the receipt table needs its own.
 	Namespace string
@@ -118,6 +126,7 @@ func DefaultConfig() Config {
 		MemoryMB:         256,
 		SafetyMargin:     consumer.DefaultSafetyMargin,
 		Mode:             consumer.DefaultMode,
+		UnknownOutcome:   consumer.DefaultUnknownOutcome,
 		Namespace:        consumer.DefaultNamespace,
 		RunbookURL:       DefaultRunbookURL,
 		Tracing:          awslambda.Tracing_ACTIVE,
@@ -139,6 +148,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.MemoryMB, d.MemoryMB)
 	orDefault(&c.SafetyMargin, d.SafetyMargin)
 	orDefault(&c.Mode, d.Mode)
+	orDefault(&c.UnknownOutcome, d.UnknownOutcome)
 	orDefault(&c.Namespace, d.Namespace)
 	orDefault(&c.RunbookURL, d.RunbookURL)
 	orDefault(&c.Tracing, d.Tracing)
@@ -229,6 +239,15 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(consumer.Modes(), c.Mode) {
 		bad("Mode must be one of %v, got %q", consumer.Modes(), c.Mode)
+	}
+	switch {
+	case !slices.Contains(consumer.UnknownOutcomes(), c.UnknownOutcome):
+		bad("UnknownOutcome must be one of %v, got %q", consumer.UnknownOutcomes(), c.UnknownOutcome)
+	case c.UnknownOutcome == consumer.UnknownHold && c.Mode == consumer.ModeTransactional:
+		// The effect commits with its receipt, or not at all: no attempt
+		// leaves an outcome to hold.
+		bad("UnknownOutcome %q has no effect in %s mode, which never leaves an unknown outcome: leave it empty or %q",
+			c.UnknownOutcome, c.Mode, consumer.UnknownRetry)
 	}
 	if c.Namespace == "" || strings.Contains(c.Namespace, idem.KeySeparator) || len(c.Namespace) > idem.MaxNamespaceLen {
 		// Receipts are keyed namespace#hash(key).

@@ -25,6 +25,9 @@ func TestDefaultConfig(t *testing.T) {
 	if cfg.RunbookURL != exactlyonce.DefaultRunbookURL || cfg.Tracing != awslambda.Tracing_ACTIVE {
 		t.Errorf("RunbookURL %q, Tracing %q; want this repository's runbook and active tracing", cfg.RunbookURL, cfg.Tracing)
 	}
+	if cfg.Mode != consumer.DefaultMode || cfg.UnknownOutcome != consumer.DefaultUnknownOutcome {
+		t.Errorf("Mode %q, UnknownOutcome %q; want the runtime's defaults", cfg.Mode, cfg.UnknownOutcome)
+	}
 	if (exactlyonce.Config{}).Validate() == nil {
 		t.Error("the zero Config validates as is; NewConsumer must apply the defaults first")
 	}
@@ -77,6 +80,13 @@ func TestValidate(t *testing.T) {
 		// 1000 x 6m = 100h >= 96h.
 		{"many retries outlast retention", func(c *exactlyonce.Config) { c.MaxReceiveCount, c.FunctionTimeout = 1000, time.Minute }, "MaxReceiveCount x VisibilityTimeout (1000 x 6m0s)"},
 		{"mode", func(c *exactlyonce.Config) { c.Mode = "at-least-once" }, "Mode must be"},
+		{"hold", func(c *exactlyonce.Config) { c.UnknownOutcome = consumer.UnknownHold }, ""},
+		{"unknown outcome empty", func(c *exactlyonce.Config) { c.UnknownOutcome = "" }, `UnknownOutcome must be one of [retry hold], got ""`},
+		{"unknown outcome misspelt", func(c *exactlyonce.Config) { c.UnknownOutcome = "park" }, `UnknownOutcome must be one of [retry hold], got "park"`},
+		// Nothing to hold: the effect commits with its receipt.
+		{"hold, transactional", func(c *exactlyonce.Config) {
+			c.Mode, c.UnknownOutcome = consumer.ModeTransactional, consumer.UnknownHold
+		}, `UnknownOutcome "hold" has no effect in transactional mode`},
 		{"namespace empty", func(c *exactlyonce.Config) { c.Namespace = "" }, "Namespace must be non-empty"},
 		{"namespace with separator", func(c *exactlyonce.Config) { c.Namespace = "a#b" }, `without "#"`},
 		{"namespace other", func(c *exactlyonce.Config) { c.Namespace = "gift-cards" }, ""},

@@ -159,10 +159,14 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	env[consumer.EnvTable] = c.Receipts.TableName()
 	env[consumer.EnvNamespace] = jsii.String(cfg.Namespace)
 	env[consumer.EnvMode] = jsii.String(cfg.Mode)
+	env[consumer.EnvUnknownOutcome] = jsii.String(cfg.UnknownOutcome)
 	env[consumer.EnvRetention] = jsii.String(cfg.ReceiptRetention.String())
 	env[consumer.EnvSafetyMargin] = jsii.String(cfg.SafetyMargin.String())
 	env[consumer.EnvBatchConcurrency] = jsii.String(strconv.Itoa(cfg.BatchSize))
 	env[consumer.EnvMaxReceiveCount] = jsii.String(strconv.Itoa(cfg.MaxReceiveCount))
+	// The store backoff's base: a record that failed on the store stays
+	// hidden for up to 2^n of it after its n-th receive.
+	env[consumer.EnvVisibilityTimeout] = jsii.String(cfg.VisibilityTimeout().String())
 	if cfg.Key != "" {
 		env[consumer.EnvKey] = jsii.String(cfg.Key)
 	}
@@ -235,8 +239,9 @@ func (c *Consumer) ReceiptEnvironment(namespace string) map[string]*string {
 // Config and the receipt table; ConsumerProps.Environment may not set them.
 func derivedEnvironment() []string {
 	return []string{
-		consumer.EnvTable, consumer.EnvNamespace, consumer.EnvMode, consumer.EnvKey, consumer.EnvRetention,
-		consumer.EnvSafetyMargin, consumer.EnvBatchConcurrency, consumer.EnvMaxReceiveCount,
+		consumer.EnvTable, consumer.EnvNamespace, consumer.EnvMode, consumer.EnvUnknownOutcome, consumer.EnvKey,
+		consumer.EnvRetention, consumer.EnvSafetyMargin, consumer.EnvBatchConcurrency, consumer.EnvMaxReceiveCount,
+		consumer.EnvVisibilityTimeout,
 	}
 }
 

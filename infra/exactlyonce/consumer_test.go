@@ -41,7 +41,8 @@ func TestConsumerFollowsConfig(t *testing.T) {
 		FunctionTimeout: 45 * time.Second, MaxReceiveCount: 7, MaxConcurrency: 2, BatchSize: 4,
 		Mode: consumer.ModeTransactional, Namespace: "gift-cards", RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	}
-	for name, in := range map[string]exactlyonce.Config{"zero (defaults)": {}, "custom": custom} {
+	hold := exactlyonce.Config{UnknownOutcome: consumer.UnknownHold}
+	for name, in := range map[string]exactlyonce.Config{"zero (defaults)": {}, "custom": custom, "hold": hold} {
 		t.Run(name, func(t *testing.T) {
 			c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: in})
 			cfg := in.WithDefaults()
@@ -121,9 +122,9 @@ func TestConsumerFollowsConfig(t *testing.T) {
 			})
 			wantEnv(t, fn, map[string]string{
 				consumer.EnvTable: "", consumer.EnvNamespace: cfg.Namespace, consumer.EnvMode: cfg.Mode,
-				consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(),
+				consumer.EnvUnknownOutcome: cfg.UnknownOutcome, consumer.EnvRetention: cfg.ReceiptRetention.String(), consumer.EnvSafetyMargin: cfg.SafetyMargin.String(),
 				consumer.EnvBatchConcurrency: fmt.Sprint(cfg.BatchSize), consumer.EnvMaxReceiveCount: fmt.Sprint(cfg.MaxReceiveCount),
-				consumer.EnvLogLevel: "INFO",
+				consumer.EnvVisibilityTimeout: cfg.VisibilityTimeout().String(), consumer.EnvLogLevel: "INFO",
 			})
 		})
 	}
@@ -194,7 +195,7 @@ func TestTwoConsumers(t *testing.T) {
 	if a.Config.Namespace == b.Config.Namespace {
 		t.Error("namespaces must differ")
 	}
-	for typ, n := range map[string]int{"AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Lambda::Function": 2, "AWS::CloudWatch::Alarm": 12, "AWS::CloudWatch::Dashboard": 2} {
+	for typ, n := range map[string]int{"AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Lambda::Function": 2, "AWS::CloudWatch::Alarm": 14, "AWS::CloudWatch::Dashboard": 2} {
 		if got := len(tpl.ByType(typ)); got != n {
 			t.Errorf("%d %s, want %d", got, typ, n)
 		}

@@ -40,10 +40,11 @@ func (c *Consumer) addDashboard() {
 	}
 	c.Dashboard.AddWidgets(
 		graph("Records: outcomes (count per minute)", gridWidth/2, outcomes(
-			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricInProgress, consumer.MetricSkipped), nil),
+			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricReconciled, consumer.MetricInProgress,
+			consumer.MetricSkipped), nil),
 		graph("Records: need a look (count per minute)", gridWidth/2, outcomes(
 			consumer.MetricFailed, consumer.MetricStoreError, consumer.MetricLeaseLost,
-			consumer.MetricUnconfirmed, consumer.MetricMismatch, consumer.MetricRejected), nil),
+			consumer.MetricUnconfirmed, consumer.MetricHeld, consumer.MetricMismatch, consumer.MetricRejected), nil),
 	)
 
 	maximum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}

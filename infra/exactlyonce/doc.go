@@ -17,8 +17,9 @@
 // name both sides spell (the variables, modes, metrics, dimensions and
 // outputs) is a constant of that package, which this one imports; a test
 // walks the synthesized template and fails when the two disagree. The
-// receipt table, namespace, mode, key, retention, safety margin, batch
-// concurrency and maxReceiveCount come from Config; the effect's own
+// receipt table, namespace, mode, unknown-outcome policy, key, retention,
+// safety margin, batch concurrency and maxReceiveCount come from Config;
+// the effect's own
 // variables come from ConsumerProps.Environment, and its tables are
 // granted by the caller:
 //
@@ -45,9 +46,21 @@
 // receipt table, the log group and the environment use it, and every grant
 // includes the KMS actions the service needs on it.
 //
+// Remote effects: in lease mode, an attempt that takes over an unknown
+// outcome (an effect error not marked idem.Definite, a crash, a lapsed
+// lease) asks the effect's Reconcile first; when that cannot tell,
+// Config.UnknownOutcome decides (IDEM_UNKNOWN_OUTCOME):
+// consumer.UnknownRetry (the default) runs the effect again,
+// consumer.UnknownHold parks the key HELD until an operator settles it
+// with idemctl resolve, its messages failing into the DLQ meanwhile.
+// Transactional mode never leaves an unknown outcome: Validate refuses
+// UnknownHold there, since it would hold nothing.
+//
 // Alarms (optionally notifying Config.AlarmTopicARN): a message in the DLQ,
 // a backlog older than retries explain, a consumer crash or timeout, any
-// LeaseLost or Unconfirmed outcome, and store errors in 3 of 5 minutes.
+// LeaseLost or Unconfirmed outcome, store errors in 3 of 5 minutes, and
+// any Held key (AlarmHeld, created whatever the policy: a key held before
+// a switch to retry stays held).
 // Each description starts with the idemctl command to run for this stack
 // and consumer ("Run: idemctl redrive --dry-run --stack Shop --consumer
 // Charges.") and ends with a link to the alarm's section of the runbook,

@@ -35,7 +35,7 @@ func Example() {
 	// Output:
 	// queue visibility 360 s, redrive after 5 receives
 	// consumer env PAYMENTS_TABLE, IDEM_NAMESPACE=charges
-	// 6 alarms, 1 dashboard
+	// 7 alarms, 1 dashboard
 }
 
 // printTemplate checks the example's template with CDK's assertions (which

@@ -153,9 +153,10 @@ func draw(seed uint64) Config {
 	}
 	if r.IntN(8) == 0 {
 		// DynamoDB refuses what a result makes larger: a record without
-		// its result (about 380 bytes at most, the longest schema with a
-		// released lease and an error) fits, a large result does not.
-		c.ItemLimit = 450
+		// its result (about 450 bytes at most, the longest schema with a
+		// released lease, the status and lease it took over and an error)
+		// fits, a large result does not.
+		c.ItemLimit = 520
 	}
 	// Knobs added later draw from a generator of their own, so that the
 	// draws above, and the schedules of older seeds without them, stay.

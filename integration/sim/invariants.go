@@ -41,7 +41,7 @@ import (
 // expiresAt in seconds, compared with the taker's now in seconds.
 func (o *oracle) takeable(rec idem.Record, now time.Time) bool {
 	expired := !rec.ExpiresAt.IsZero() && o.expired(rec.ExpiresAt, now)
-	return rec.Status == "" || expired || rec.Status == idem.StatusFailed ||
+	return rec.Status == "" || expired || rec.Status == idem.StatusFailed || rec.Status == idem.StatusUnknown ||
 		(rec.Status == idem.StatusInProgress && rec.LeaseUntil.UnixMilli() < now.UnixMilli())
 }
 

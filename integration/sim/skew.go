@@ -52,10 +52,11 @@ func (s *skewed) Complete(ctx context.Context, key, lease string, c idem.Complet
 	return err
 }
 
-func (s *skewed) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
+func (s *skewed) Release(ctx context.Context, key, lease string, r idem.Released) error {
 	actor := s.w.actorOf(ctx)
 	s.w.check.writing(actor, lease)
-	err := s.Store.Release(ctx, key, lease, reason, shift(now, s.p.skew))
+	r.Now = shift(r.Now, s.p.skew)
+	err := s.Store.Release(ctx, key, lease, r)
 	s.w.check.released(actor, key, lease, err)
 	return err
 }

@@ -24,9 +24,11 @@
 //     that lands makes every later copy a duplicate. An attempt whose
 //     lease was taken over gets [ErrLeaseLost] and cannot overwrite the new
 //     owner.
-//  4. If the effect fails or panics, Release marks the record FAILED
-//     (attempts kept, the error's class as last error, see
-//     [WithErrorText]) and the next delivery may run at once.
+//  4. If the effect fails or panics, Release marks the record FAILED when
+//     the error is [Definite] (the remote system refused it: nothing took
+//     place), else UNKNOWN (a timeout, a broken connection, a panic: it may
+//     have), attempts kept, the error's class as last error (see
+//     [WithErrorText], [Classify]); the next delivery may take it at once.
 //
 // # Guarantees
 //
@@ -56,12 +58,32 @@
 // told; the next attempt's attempt count shows it. (An effect that returns
 // an error although it took place, say its own write timed out but was
 // applied, is released and run again like any failed effect: the guard
-// sees only the error.) No store can close this window for an effect
-// outside the store (an email cannot be rolled back). Narrow it by passing
-// [Lease].Key downstream as an idempotency key. Close it with transactional
-// mode ([Guard.DoTx]): when the effect is itself store writes, they are
-// committed with the receipt in one transaction, and the effect happens
-// exactly once.
+// sees only the error, unless it reconciles, below.) No store can close
+// this window for an effect outside the store (an email cannot be rolled
+// back together with a receipt); the effect's own system can.
+//
+// # Remote effects: reconcile, or hold
+//
+// An attempt that takes over an unknown outcome — a lease that ran out
+// IN_PROGRESS, an UNKNOWN release, a receipt owed by a process that died —
+// asks first, when the call gave [Reconcile]: applied, the receipt is
+// written with the result the reconcile returns and nothing runs
+// ([Reconciled]); not applied, the effect runs; cannot tell (an error, a
+// panic, no reconcile), the Guard's policy ([WithUnknownOutcome]) decides:
+//
+//   - [Retry] (the default) runs the effect again: at least once in the
+//     window above, at most once everywhere else.
+//   - [Hold] parks the record (HELD, no expiry): no attempt runs it, every
+//     copy fails with [ErrHeld], until an operator settles it; at most once,
+//     always.
+//
+// With a reconcile that answers truly, lease mode runs the effect exactly
+// once: the window closes. A new key costs nothing more: reconciling
+// happens only after an unknown outcome. Pass [Lease].Key downstream as
+// the idempotency key, so the remote system can answer. Or use
+// transactional mode ([Guard.DoTx]): when the effect is itself store
+// writes, they are committed with the receipt in one transaction, and the
+// effect happens exactly once.
 //
 // The simulator in integration/sim searches for runs that break these
 // statements: it drives the real Guard, stores and SQS batch handler

@@ -32,6 +32,14 @@ var (
 	// store's error.
 	ErrUnconfirmed = errors.New("idem: effect ran, receipt not written")
 
+	// ErrHeld: an earlier attempt's effect may or may not have taken place,
+	// reconciling could not tell, and the Guard's policy is Hold
+	// (WithUnknownOutcome): the record is parked (StatusHeld) and no
+	// attempt runs the effect until an operator settles it (idemctl
+	// resolve --done or --not-done). Copies fail with it; for SQS they end
+	// in the dead-letter queue with this reason.
+	ErrHeld = errors.New("idem: held: an earlier attempt's outcome is unknown")
+
 	// ErrStore: the store failed (unreachable, throttled past every retry,
 	// or refused a request). Nothing is known to have run: retry later. An
 	// effect's own error is never wrapped with it, nor is a caller's

@@ -88,13 +88,21 @@ func (g *Guard) Transactional() bool { return g.tx != nil }
 // payload is fingerprinted: reusing key with a different payload returns
 // ErrPayloadMismatch instead of a duplicate. Pass nil to skip the check.
 //
-// The error is nil for Executed and Duplicate. Otherwise it wraps
-// ErrInProgress, ErrPayloadMismatch, ErrLeaseLost, ErrUnconfirmed,
-// ErrStore, ErrInvalid, or fn's own error (Failed).
-func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func) (Result, error) {
+// The error is nil for Executed, Duplicate and Reconciled. Otherwise it
+// wraps ErrInProgress, ErrPayloadMismatch, ErrLeaseLost, ErrUnconfirmed,
+// ErrHeld, ErrStore, ErrInvalid, or fn's own error (Failed).
+//
+// An error of fn's releases the record: FAILED when it is Definite (the
+// next delivery runs fn at once), UNKNOWN otherwise (the next attempt
+// reconciles with the Reconcile option, or follows WithUnknownOutcome).
+func (g *Guard) Do(ctx context.Context, key string, payload []byte, fn Func, opts ...CallOption) (Result, error) {
 	start := g.opts.now()
 	defer g.observePanic(ctx, start)
-	res, err := g.do(ctx, key, payload, fn, start)
+	var c call
+	for _, opt := range opts {
+		opt(&c)
+	}
+	res, err := g.do(ctx, key, payload, fn, c, start)
 	g.observe(ctx, res, err, start)
 	return res, err
 }
@@ -114,7 +122,7 @@ func (g *Guard) DoTx(ctx context.Context, key string, payload []byte, fn TxFunc)
 	return res, err
 }
 
-func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now time.Time) (Result, error) {
+func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c call, now time.Time) (Result, error) {
 	skey, err := g.validCall(key, fn == nil)
 	if err != nil {
 		return Result{Outcome: Rejected}, err
@@ -163,16 +171,26 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, now
 	effectCtx, cancel := context.WithDeadline(ctx, effectEnd)
 	defer cancel()
 	effectCtx = context.WithValue(effectCtx, leaseKey{}, Lease{
-		Key: key, Token: token, Attempt: rec.Attempts, Until: acq.LeaseUntil,
+		Key: key, Token: token, Attempt: rec.Attempts, Until: acq.LeaseUntil, Previous: previous(rec),
 	})
+	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, leaseUntil: leaseUntil,
+		completion: Completion{ExpiresAt: acq.ExpiresAt}}
+	if unknownTakeover(rec) {
+		if res, err, done := g.settleUnknown(ctx, effectCtx, skey, r, c.reconcile); done {
+			return res, err
+		}
+	}
 	value, err := g.run(effectCtx, fn, func(reason error) error {
-		return g.release(ctx, skey, token, reason, leaseUntil)
+		status := StatusUnknown
+		if IsDefinite(reason) {
+			status = StatusFailed
+		}
+		return g.release(ctx, skey, token, status, g.opts.errorText(reason), leaseUntil)
 	})
 	if err != nil {
 		return Result{Outcome: Failed, Attempts: rec.Attempts}, err
 	}
-	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, leaseUntil: leaseUntil,
-		completion: Completion{Result: value, ExpiresAt: acq.ExpiresAt}}
+	r.completion.Result = value
 	if len(value) > g.opts.maxResult {
 		r.completion.Result, r.completion.ResultOmitted = nil, true
 	}
@@ -252,6 +270,10 @@ func (g *Guard) conflict(skey string, rec Record, fp string, now time.Time) (Res
 		res.Outcome, res.Value, res.ResultOmitted = Duplicate, rec.Result, rec.ResultOmitted
 		return res, nil
 	}
+	if rec.Status == StatusHeld {
+		res.Outcome = Held
+		return res, fmt.Errorf("%w: %s (%s)", ErrHeld, skey, rec.LastError)
+	}
 	res.Outcome, res.LeaseUntil = InProgress, rec.LeaseUntil
 	if rec.LeaseUntil.After(now) {
 		return res, fmt.Errorf("%w: %s leased for another %s", ErrInProgress, skey, rec.LeaseUntil.Sub(now).Round(time.Millisecond))
@@ -280,14 +302,23 @@ func (g *Guard) run(ctx context.Context, fn Func, release func(reason error) err
 	return value, err
 }
 
-// release marks the record FAILED, with what WithErrorText keeps of the
-// reason (valid UTF-8, as every store keeps strings), fenced like the
-// receipt.
-func (g *Guard) release(ctx context.Context, skey, token string, reason error, leaseUntil time.Time) error {
+// release gives the record up as status (FAILED, UNKNOWN or HELD), with
+// text (what WithErrorText keeps of the reason) as its last error, valid
+// UTF-8 as every store keeps strings, fenced like the receipt.
+func (g *Guard) release(ctx context.Context, skey, token string, status Status, text string, leaseUntil time.Time) error {
 	ctx, cancel := g.writeContext(ctx, leaseUntil)
 	defer cancel()
-	text := truncate(strings.ToValidUTF8(g.opts.errorText(reason), "\uFFFD"), MaxLastErrorLen)
-	return g.store.Release(ctx, skey, token, text, g.opts.now())
+	text = truncate(strings.ToValidUTF8(text, "\uFFFD"), MaxLastErrorLen)
+	return g.store.Release(ctx, skey, token, Released{Status: status, Reason: text, Now: g.opts.now()})
+}
+
+// previous is what an attempt that wrote rec took over, for its Lease: an
+// expired receipt counts as none.
+func previous(rec Record) Status {
+	if rec.PrevStatus == StatusCompleted {
+		return ""
+	}
+	return rec.PrevStatus
 }
 
 func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, err error) {

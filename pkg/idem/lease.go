@@ -15,6 +15,13 @@ type Lease struct {
 	Token   string
 	Attempt int
 	Until   time.Time
+	// Previous is the status of the record this attempt took over: "" for
+	// none (or an expired receipt), StatusFailed after a definite failure,
+	// and StatusInProgress or StatusUnknown when an earlier attempt's
+	// effect may have taken place (the Guard reconciled and was told it had
+	// not, or its policy is Retry): pass Key downstream, so that the
+	// remote system can tell a repeat.
+	Previous Status
 }
 
 type leaseKey struct{}

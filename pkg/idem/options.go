@@ -48,6 +48,7 @@ type options struct {
 	now       func() time.Time
 	plainKeys bool
 	errorText func(error) string
+	unknown   UnknownPolicy
 }
 
 func defaultOptions() options {

@@ -38,6 +38,15 @@ const (
 	Unconfirmed
 	// StoreError: the store failed before the effect could run (ErrStore).
 	StoreError
+	// Reconciled: this attempt took over an unknown outcome (an earlier
+	// attempt's lease ran out, or its effect returned an error that was not
+	// Definite), asked the remote system (Reconcile), learnt the effect had
+	// taken place, and wrote the receipt with the result the reconcile
+	// returned. The effect did not run again.
+	Reconciled
+	// Held: the key's outcome is unknown and parked (ErrHeld): the effect
+	// did not run.
+	Held
 )
 
 var outcomeNames = [...]string{
@@ -50,6 +59,8 @@ var outcomeNames = [...]string{
 	Rejected:    "rejected",
 	Unconfirmed: "unconfirmed",
 	StoreError:  "store_error",
+	Reconciled:  "reconciled",
+	Held:        "held",
 }
 
 func (o Outcome) String() string {
@@ -63,8 +74,8 @@ func (o Outcome) String() string {
 // included, so callers can log it.
 type Result struct {
 	Outcome Outcome
-	// Value is the effect's result (Executed, Unconfirmed, LeaseLost) or
-	// the stored one (Duplicate).
+	// Value is the effect's result (Executed, Unconfirmed, LeaseLost), the
+	// stored one (Duplicate), or the reconciled one (Reconciled).
 	Value []byte
 	// ResultOmitted: the result was not kept with the receipt (larger than
 	// the cap, or refused by the store). On a Duplicate, Value is nil and

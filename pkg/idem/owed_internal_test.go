@@ -21,7 +21,7 @@ func (refusingStore) Complete(context.Context, string, string, Completion) error
 	return errors.New("ThrottlingException")
 }
 
-func (refusingStore) Release(context.Context, string, string, string, time.Time) error { return nil }
+func (refusingStore) Release(context.Context, string, string, Released) error { return nil }
 
 func (refusingStore) Capabilities() Capabilities {
 	return Capabilities{MaxResultSize: 1 << 20, MaxKeySize: MaxStorageKeyLen}

@@ -16,9 +16,21 @@ const (
 	StatusInProgress Status = "IN_PROGRESS"
 	// StatusCompleted: the effect happened; the record is the receipt.
 	StatusCompleted Status = "COMPLETED"
-	// StatusFailed: the last attempt failed and released its lease; the next
+	// StatusFailed: the last attempt failed definitely — its effect did
+	// not take place (see Definite) — and released its lease; the next
 	// delivery may take the record at once.
 	StatusFailed Status = "FAILED"
+	// StatusUnknown: the last attempt's effect returned an error that does
+	// not say whether it took place (a timeout, a reset connection: any
+	// error not Definite) or panicked, and released its lease. The next
+	// delivery may take the record at once; what it took over is an
+	// unknown outcome, which the Guard reconciles or treats by its policy
+	// (WithUnknownOutcome).
+	StatusUnknown Status = "UNKNOWN"
+	// StatusHeld: an unknown outcome that could not be reconciled, parked
+	// by WithUnknownOutcome(Hold). No attempt takes it over, and it does
+	// not expire, until an operator settles it (idemctl resolve).
+	StatusHeld Status = "HELD"
 )
 
 // Record is one idempotency record as a Store keeps it.
@@ -37,6 +49,11 @@ type Record struct {
 	ResultOmitted bool
 	UpdatedAt     time.Time
 	LastError     string
+	// PrevStatus is, on a record an acquire took, the status of the record
+	// it took over ("" when there was none): the Guard learns from it
+	// whether it took over an unknown outcome. (LastError is then still the
+	// last error of the attempt it took over.)
+	PrevStatus Status
 }
 
 // Acquisition is what a Store writes when it takes a record.
@@ -50,6 +67,14 @@ type Acquisition struct {
 	// as absent, an IN_PROGRESS record with LeaseUntil before Now may be
 	// taken over.
 	Now time.Time
+}
+
+// Released is what a Store writes when the attempt holding a record gives
+// it up: Status is StatusFailed, StatusUnknown or StatusHeld.
+type Released struct {
+	Status Status
+	Reason string // kept as the record's LastError
+	Now    time.Time
 }
 
 // Completion is what a Store writes when an attempt completes.
@@ -112,10 +137,12 @@ type Capabilities struct {
 // ErrStore).
 type Store interface {
 	// Acquire takes the record for a.Key if it is absent, expired (ExpiresAt
-	// before a.Now), FAILED, or IN_PROGRESS with a lease that ran out before
-	// a.Now. Taking it writes status IN_PROGRESS, the new lease, fingerprint
-	// and times, increments Attempts, and returns the record written with
-	// acquired = true. Otherwise it writes nothing and returns the record
+	// before a.Now), FAILED, UNKNOWN, or IN_PROGRESS with a lease that ran
+	// out before a.Now; never a HELD one. Taking it writes status
+	// IN_PROGRESS, the new lease, fingerprint and times, increments
+	// Attempts, keeps the taken record's status as PrevStatus (empty for
+	// none) and its LastError as it was, and returns the record written
+	// with acquired = true. Otherwise it writes nothing and returns the record
 	// that stands in the way, as stored, with acquired = false: when that
 	// record carries a.Lease, it is this very acquisition's earlier write
 	// (a retried request) and the Guard counts it as acquired.
@@ -126,17 +153,19 @@ type Store interface {
 	// Writing the same completion twice succeeds twice.
 	Complete(ctx context.Context, key, lease string, c Completion) error
 
-	// Release marks the record FAILED with reason as LastError if it is still
-	// held by lease, and returns ErrLeaseLost otherwise. It keeps Attempts
-	// and the lease. A FAILED record may be taken at once, so a Release
-	// whose request landed but whose response was lost can be sent again
-	// after another attempt took the record it left: the Store keeps on the
-	// record the lease of the last release that landed (acquires and
+	// Release marks the record r.Status (FAILED, UNKNOWN or HELD) with
+	// r.Reason as LastError if it is still held by lease, and returns
+	// ErrLeaseLost otherwise. It keeps Attempts and the lease; a HELD
+	// record loses its expiry (it stays until it is settled), the others
+	// keep theirs. A FAILED or UNKNOWN record may be taken at once, so a
+	// Release whose request landed but whose response was lost can be sent
+	// again after another attempt took the record it left: the Store keeps
+	// on the record the lease of the last release that landed (acquires and
 	// commits keep it) and, when the fence fails but that lease is the
 	// caller's, returns nil and writes nothing; a Release that never landed
 	// before the record was taken (a lapsed lease, an expired receipt)
 	// returns ErrLeaseLost.
-	Release(ctx context.Context, key, lease, reason string, now time.Time) error
+	Release(ctx context.Context, key, lease string, r Released) error
 
 	// Capabilities declares what the store can do.
 	Capabilities() Capabilities

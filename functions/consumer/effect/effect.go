@@ -5,7 +5,11 @@
 //
 // The ledger update is deliberately not idempotent: it adds 1 to "issued",
 // so any double effect shows as issued > 1 on the order's ledger item. The
-// probe (probe.go) reads it to prove the exactly-once claims.
+// probe (probe.go) reads it to prove the exactly-once claims. In lease mode
+// an attempt that takes over an unknown outcome (a ledger write that timed
+// out although it may have been applied, a crash) reads the order's
+// ledger item first (Reconcile): issued, it is done, and nothing runs
+// again.
 package effect
 
 import (
@@ -42,12 +46,13 @@ func Setup(_ context.Context, rt *consumer.Runtime) (consumer.Effect, error) {
 			consumer.EnvMode, consumer.ModeTransactional)
 	}
 	g := NewGiftCards(rt.DynamoDB, table, url, &http.Client{})
-	return consumer.Effect{Lease: g.Issue, Tx: g.IssueTx}, nil
+	return consumer.Effect{Lease: g.Issue, Reconcile: g.Reconcile, Tx: g.IssueTx}, nil
 }
 
 // Ledger is the part of the DynamoDB client the effect uses.
 type Ledger interface {
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
 var _ Ledger = (*dynamodb.Client)(nil)
@@ -108,7 +113,7 @@ func NewGiftCards(ledger Ledger, table, url string, client *http.Client) *GiftCa
 func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
 	order, err := parseOrder(msg.Body)
 	if err != nil {
-		return nil, err
+		return nil, idem.Definite(idem.Classify(err, "bad-order"))
 	}
 	card := giftCardFor(key)
 	// The remote call goes first and the ledger write last: if the remote
@@ -131,9 +136,40 @@ func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage
 		ExpressionAttributeNames:  in.ExpressionAttributeNames,
 		ExpressionAttributeValues: in.ExpressionAttributeValues,
 	}); err != nil {
-		return nil, fmt.Errorf("effect: ledger update: %w", err)
+		// Not definite: a write that timed out may have been applied.
+		return nil, idem.Classify(fmt.Errorf("effect: ledger update: %w", err), "ledger-update")
 	}
 	return json.Marshal(card)
+}
+
+// Reconcile is asked, in lease mode, whether the card for key was issued
+// before an attempt that takes over an unknown outcome runs Issue again:
+// the ledger write is the effect's last step, so an order whose ledger
+// item counts an issuance had its card issued (and its remote call made).
+// It reads the item with a consistent read.
+func (g *GiftCards) Reconcile(ctx context.Context, key string, _ events.SQSMessage) (bool, []byte, error) {
+	item, err := attributevalue.MarshalMap(map[string]string{contract.KeyField: key})
+	if err != nil {
+		return false, nil, fmt.Errorf("effect: ledger key: %w", err)
+	}
+	out, err := g.ledger.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(g.table), Key: item, ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("issued"),
+	})
+	if err != nil {
+		return false, nil, idem.Classify(fmt.Errorf("effect: ledger read: %w", err), "ledger-read")
+	}
+	var row struct {
+		Issued int `dynamodbav:"issued"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &row); err != nil {
+		return false, nil, fmt.Errorf("effect: ledger item: %w", err)
+	}
+	if row.Issued == 0 {
+		return false, nil, nil
+	}
+	result, err := json.Marshal(giftCardFor(key))
+	return true, result, err
 }
 
 // IssueTx is the transactional-mode effect: the same ledger update,
@@ -199,7 +235,7 @@ func (g *GiftCards) post(ctx context.Context, key string, o Order, card GiftCard
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("effect: request: %w", err)
+		return idem.Definite(fmt.Errorf("effect: request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -208,12 +244,17 @@ func (g *GiftCards) post(ctx context.Context, key string, o Order, card GiftCard
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("effect: request: %w", err)
+		return idem.Classify(fmt.Errorf("effect: request: %w", err), "remote-unreachable")
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("effect: request: %s", resp.Status)
+	switch code := resp.StatusCode; {
+	case code/100 == 2:
+		return nil
+	case code/100 == 4 && code != http.StatusConflict:
+		// Refused: nothing was done. (409: the remote system is still
+		// working on the same key.)
+		return idem.Definite(idem.Classify(fmt.Errorf("effect: request: %s", resp.Status), "remote-refused-"+strconv.Itoa(code)))
 	}
-	return nil
+	return idem.Classify(fmt.Errorf("effect: request: %s", resp.Status), "remote-"+strconv.Itoa(resp.StatusCode))
 }

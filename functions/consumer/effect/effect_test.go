@@ -23,24 +23,41 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
-// fakeLedger applies ADD issued :one per UpdateItem, as DynamoDB would.
+// fakeLedger applies ADD issued :one per UpdateItem, as DynamoDB would,
+// and reads it back with GetItem.
 type fakeLedger struct {
-	mu     sync.Mutex
-	issued map[string]int
-	fail   error
+	mu      sync.Mutex
+	issued  map[string]int
+	fail    error // every request fails
+	applied bool  // with fail: UpdateItem applies, then fails (a timeout after the write)
+	reads   int
 }
 
 func (l *fakeLedger) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.fail != nil {
+	if l.fail != nil && !l.applied {
 		return nil, l.fail
 	}
 	if l.issued == nil {
 		l.issued = map[string]int{}
 	}
 	l.issued[keyOf(in.Key)]++
-	return &dynamodb.UpdateItemOutput{}, nil
+	return &dynamodb.UpdateItemOutput{}, l.fail
+}
+
+func (l *fakeLedger) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reads++
+	if l.fail != nil {
+		return nil, l.fail
+	}
+	n := l.issued[keyOf(in.Key)]
+	if n == 0 {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{"issued": &types.AttributeValueMemberN{Value: fmt.Sprint(n)}}}, nil
 }
 
 func (l *fakeLedger) count(key string) int {
@@ -75,7 +92,7 @@ func newRun(t *testing.T, mode, url string) *run {
 	}
 	r := &run{store: idemtest.NewMemoryStore(), ledger: &fakeLedger{}}
 	g := NewGiftCards(r.ledger, "ledger", url, http.DefaultClient)
-	r.h, err = consumer.New(cfg, r.store, consumer.Effect{Lease: g.Issue, Tx: g.IssueTx},
+	r.h, err = consumer.New(cfg, r.store, consumer.Effect{Lease: g.Issue, Reconcile: g.Reconcile, Tx: g.IssueTx},
 		consumer.WithMetrics(io.Discard), consumer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +175,30 @@ func TestBadOrdersAndLedgerErrors(t *testing.T) {
 	}
 }
 
+// TestLedgerTimeoutIsReconciled: a ledger write that failed although it
+// was applied (a timeout after DynamoDB applied it) is not applied again:
+// the next delivery reads the ledger first, finds the card issued, and
+// writes the receipt (the double effect of lease mode without reconcile).
+func TestLedgerTimeoutIsReconciled(t *testing.T) {
+	r := newRun(t, consumer.ModeLease, "")
+	r.ledger.fail, r.ledger.applied = context.DeadlineExceeded, true
+	if failed := r.deliver(t, message(t, "m1", "o-1", 0)); !slices.Equal(failed, []string{"m1"}) {
+		t.Fatalf("timed out: failed %v", failed)
+	}
+	r.ledger.fail, r.ledger.applied = nil, false
+	if failed := r.deliver(t, message(t, "m2", "o-1", 0)); len(failed) != 0 {
+		t.Fatalf("after the timeout: failed %v", failed)
+	}
+	if n := r.ledger.count("o-1"); n != 1 || r.ledger.reads != 1 {
+		t.Fatalf("issued %d, %d ledger reads; want 1 issuance, reconciled by 1 read", n, r.ledger.reads)
+	}
+	// A new order reads nothing: reconciling is only for unknown outcomes.
+	r.deliver(t, message(t, "m3", "o-2", 0))
+	if r.ledger.reads != 1 {
+		t.Fatalf("%d ledger reads after a new order; want still 1", r.ledger.reads)
+	}
+}
+
 // TestEffectURL: the effect POSTs each issuance with its key and attempt,
 // once.
 func TestEffectURL(t *testing.T) {
@@ -199,7 +240,7 @@ func TestSetup(t *testing.T) {
 			env := consumer.NewEnv(func(k string) string { return tt.env[k] })
 			rt := &consumer.Runtime{Config: consumer.Config{Mode: tt.mode}, DynamoDB: &dynamodb.Client{}, Env: env}
 			eff, err := Setup(t.Context(), rt)
-			if err != nil || eff.Lease == nil || eff.Tx == nil {
+			if err != nil || eff.Lease == nil || eff.Tx == nil || eff.Reconcile == nil {
 				t.Fatalf("Setup: %v, %v", eff, err)
 			}
 			var got []string

@@ -134,17 +134,17 @@ func (s *scenario) run() {
 	s.acquire(s.acquisition("k2", "L2", now, min, hour), true, idem.StatusInProgress)
 	s.acquire(s.acquisition("k2", "L2x", now, min, hour), false, idem.StatusInProgress)
 	for range 2 {
-		if err := s.store.Release(s.ctx(), "k2", "L2", "boom", now); err != nil {
+		if err := s.store.Release(s.ctx(), "k2", "L2", idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: now}); err != nil {
 			t.Fatalf("Release k2: %v", err)
 		}
 	}
 	s.acquire(s.acquisition("k2", "L2b", now.Add(time.Second), min, hour), true, idem.StatusInProgress)
 	// L2's release sent again after L2b took the FAILED record it left: its
 	// own (the record still names L2 as released). L2x never released.
-	if err := s.store.Release(s.ctx(), "k2", "L2", "", now); err != nil {
+	if err := s.store.Release(s.ctx(), "k2", "L2", idem.Released{Status: idem.StatusFailed, Reason: "", Now: now}); err != nil {
 		t.Fatalf("Release k2 sent again after a takeover: %v", err)
 	}
-	if err := s.store.Release(s.ctx(), "k2", "L2x", "", now); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := s.store.Release(s.ctx(), "k2", "L2x", idem.Released{Status: idem.StatusFailed, Reason: "", Now: now}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Release k2 with a lost lease: %v", err)
 	}
 
@@ -229,7 +229,7 @@ func (s *scenario) transactions() {
 
 	// A FAILED record and an expired one are replaced, attempts pinned.
 	s.acquire(s.acquisition("t5", "L", now, time.Minute, hour), true, idem.StatusInProgress)
-	if err := s.store.Release(s.ctx(), "t5", "L", "boom", now); err != nil {
+	if err := s.store.Release(s.ctx(), "t5", "L", idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	if rec := s.commit(tx("t5", "T5", []byte("ok")), true, nil); rec.Attempts != 2 {

@@ -139,7 +139,7 @@ func (d *driver) step(ctx context.Context, store *redisstore.Store) {
 	case r < 85:
 		lease, reason := d.lease(key), []string{"", "boom", "timeout\nwith a newline"}[d.rng.IntN(3)]
 		for range times {
-			_ = store.Release(ctx, key, lease, reason, d.now)
+			_ = store.Release(ctx, key, lease, idem.Released{Status: idem.StatusFailed, Reason: reason, Now: d.now})
 		}
 	default:
 		_, _, _ = store.Get(ctx, key)

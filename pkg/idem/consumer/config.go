@@ -72,8 +72,20 @@ type Config struct {
 	// n-th receive, so that a store slow or throttled for minutes delays
 	// messages instead of dead-lettering them (sqsbatch.WithStoreBackoff).
 	VisibilityTimeout time.Duration
-	LogLevel          slog.Level // EnvLogLevel
-	LogBodies         bool       // EnvLogBodies
+	// UnknownOutcome is what lease mode does with an unknown outcome the
+	// effect's Reconcile could not settle (EnvUnknownOutcome): UnknownRetry
+	// or UnknownHold.
+	UnknownOutcome string
+	LogLevel       slog.Level // EnvLogLevel
+	LogBodies      bool       // EnvLogBodies
+}
+
+// policy is the idem policy of c.UnknownOutcome.
+func (c Config) policy() idem.UnknownPolicy {
+	if c.UnknownOutcome == UnknownHold {
+		return idem.Hold
+	}
+	return idem.Retry
 }
 
 // Load reads the configuration with getenv (os.Getenv in a Lambda). The
@@ -94,6 +106,7 @@ func readConfig(e *Env) Config {
 		BatchConcurrency:  e.Int(EnvBatchConcurrency, DefaultBatchConcurrency, 1),
 		MaxReceiveCount:   e.Int(EnvMaxReceiveCount, 0, 0),
 		VisibilityTimeout: e.Duration(EnvVisibilityTimeout, 0),
+		UnknownOutcome:    e.OneOf(EnvUnknownOutcome, DefaultUnknownOutcome, UnknownOutcomes()...),
 		LogLevel:          e.Level(EnvLogLevel, DefaultLogLevel),
 		LogBodies:         e.Bool(EnvLogBodies),
 	}

@@ -34,7 +34,8 @@ func TestLoadDefaults(t *testing.T) {
 		Guard: Guard{
 			Namespace: DefaultNamespace, Retention: 168 * time.Hour, SafetyMargin: 3 * time.Second, CacheSize: 1000,
 		},
-		Store: StoreDynamoDB, Table: "receipts", Mode: ModeLease, BatchConcurrency: 10, LogLevel: slog.LevelInfo,
+		Store: StoreDynamoDB, Table: "receipts", Mode: ModeLease, BatchConcurrency: 10, UnknownOutcome: UnknownRetry,
+		LogLevel: slog.LevelInfo,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant %+v", cfg, want)
@@ -48,8 +49,8 @@ func TestLoadAll(t *testing.T) {
 	env := map[string]string{
 		EnvStore: "redis", EnvRedisURL: "redis://localhost:6379/0", EnvTable: "unused", EnvNamespace: "gift",
 		EnvMode: ModeLease, EnvKey: "orderId", EnvRetention: "24h", EnvSafetyMargin: "500ms", EnvLease: "30s",
-		EnvCacheSize: "0", EnvBatchConcurrency: "3", EnvMaxReceiveCount: "5", EnvVisibilityTimeout: "3m", EnvLogLevel: "debug",
-		EnvLogBodies: "true",
+		EnvCacheSize: "0", EnvBatchConcurrency: "3", EnvMaxReceiveCount: "5", EnvVisibilityTimeout: "3m", EnvUnknownOutcome: "hold",
+		EnvLogLevel: "debug", EnvLogBodies: "true",
 	}
 	cfg, err := Load(getenv(env))
 	if err != nil {
@@ -58,7 +59,8 @@ func TestLoadAll(t *testing.T) {
 	want := Config{
 		Guard: Guard{Namespace: "gift", Retention: 24 * time.Hour, SafetyMargin: 500 * time.Millisecond, Lease: 30 * time.Second},
 		Store: StoreRedis, Table: "unused", RedisURL: "redis://localhost:6379/0", Mode: ModeLease, Key: "orderId",
-		BatchConcurrency: 3, MaxReceiveCount: 5, VisibilityTimeout: 3 * time.Minute, LogLevel: slog.LevelDebug, LogBodies: true,
+		BatchConcurrency: 3, MaxReceiveCount: 5, VisibilityTimeout: 3 * time.Minute, UnknownOutcome: UnknownHold,
+		LogLevel: slog.LevelDebug, LogBodies: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant %+v", cfg, want)
@@ -76,6 +78,7 @@ func TestLoadNamesEveryProblem(t *testing.T) {
 		EnvBatchConcurrency:  "0",
 		EnvMaxReceiveCount:   "many",
 		EnvVisibilityTimeout: "13h", // over SQS's 12 hours
+		EnvUnknownOutcome:    "wait",
 		EnvLogLevel:          "loud",
 		EnvLogBodies:         "maybe",
 	}

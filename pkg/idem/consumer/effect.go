@@ -20,6 +20,12 @@ type Effect struct {
 	// a safety margin before the lease; pass the key downstream (an
 	// Idempotency-Key header) so a remote system can deduplicate too.
 	Lease sqsbatch.Func
+	// Reconcile, in lease mode, asks the remote system whether the effect
+	// of a key already took place, before a record that takes over an
+	// unknown outcome runs Lease again: an earlier attempt's lease ran
+	// out, or its Lease returned an error not marked idem.Definite. nil:
+	// IDEM_UNKNOWN_OUTCOME decides (retry or hold).
+	Reconcile sqsbatch.ReconcileFunc
 	// Tx is the effect in transactional mode: DynamoDB writes, returned
 	// (never made) and committed with the receipt in one transaction. It
 	// runs for duplicates too, so it must have no side effect of its own.

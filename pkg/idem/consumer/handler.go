@@ -88,7 +88,8 @@ func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, er
 		return nil, err
 	}
 	o := resolve(cfg, opts)
-	g, err := idem.New(store, cfg.Namespace, append(append(cfg.Options(), idem.WithClock(o.now)), o.guardOpts...)...)
+	guardOpts := append(cfg.Options(), idem.WithClock(o.now), idem.WithUnknownOutcome(cfg.policy()))
+	g, err := idem.New(store, cfg.Namespace, append(guardOpts, o.guardOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: guard: %w", err)
 	}
@@ -104,6 +105,9 @@ func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, er
 	}
 	if cfg.MaxReceiveCount > 0 {
 		batchOpts = append(batchOpts, sqsbatch.WithMaxReceiveCount(cfg.MaxReceiveCount))
+	}
+	if eff.Reconcile != nil && cfg.Mode == ModeLease {
+		batchOpts = append(batchOpts, sqsbatch.WithReconcile(eff.Reconcile))
 	}
 	if cfg.VisibilityTimeout > 0 {
 		batchOpts = append(batchOpts, sqsbatch.WithStoreBackoff(cfg.VisibilityTimeout))

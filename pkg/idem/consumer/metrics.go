@@ -25,6 +25,8 @@ var outcomeMetrics = map[idem.Outcome]string{
 	idem.Unconfirmed: MetricUnconfirmed,
 	idem.Mismatch:    MetricMismatch,
 	idem.Rejected:    MetricRejected,
+	idem.Reconciled:  MetricReconciled,
+	idem.Held:        MetricHeld,
 	0:                MetricSkipped,
 }
 

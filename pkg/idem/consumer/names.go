@@ -27,6 +27,7 @@ const (
 	EnvBatchConcurrency  = "IDEM_BATCH_CONCURRENCY"  // records of a batch run at once; default DefaultBatchConcurrency
 	EnvMaxReceiveCount   = "IDEM_MAX_RECEIVE_COUNT"  // the queue's maxReceiveCount; 0 or unset: unknown
 	EnvVisibilityTimeout = "IDEM_VISIBILITY_TIMEOUT" // the queue's visibility timeout, the store backoff's base; unset: unknown, no backoff
+	EnvUnknownOutcome    = "IDEM_UNKNOWN_OUTCOME"    // UnknownRetry or UnknownHold; default DefaultUnknownOutcome
 	EnvLogLevel          = "LOG_LEVEL"               // DEBUG, INFO, WARN or ERROR; default DefaultLogLevel
 	EnvLogBodies         = "LOG_BODIES"              // log the bodies of failed records; default false
 )
@@ -35,9 +36,24 @@ const (
 func Variables() []string {
 	return []string{
 		EnvStore, EnvTable, EnvRedisURL, EnvNamespace, EnvMode, EnvKey, EnvRetention, EnvSafetyMargin,
-		EnvLease, EnvCacheSize, EnvBatchConcurrency, EnvMaxReceiveCount, EnvVisibilityTimeout, EnvLogLevel, EnvLogBodies,
+		EnvLease, EnvCacheSize, EnvBatchConcurrency, EnvMaxReceiveCount, EnvVisibilityTimeout, EnvUnknownOutcome,
+		EnvLogLevel, EnvLogBodies,
 	}
 }
+
+// What a lease-mode consumer does with an unknown outcome it could not
+// reconcile (IDEM_UNKNOWN_OUTCOME, idem.WithUnknownOutcome).
+const (
+	// UnknownRetry runs the effect again after the lease: at least once in
+	// the window (idem.Retry).
+	UnknownRetry = "retry"
+	// UnknownHold parks the key until an operator settles it (idemctl
+	// resolve): at most once (idem.Hold).
+	UnknownHold = "hold"
+)
+
+// UnknownOutcomes lists the policies.
+func UnknownOutcomes() []string { return []string{UnknownRetry, UnknownHold} }
 
 // Modes (IDEM_MODE).
 const (
@@ -73,6 +89,7 @@ const (
 	DefaultCacheSize        = 1000
 	DefaultBatchConcurrency = sqsbatch.DefaultConcurrency
 	DefaultLogLevel         = "INFO"
+	DefaultUnknownOutcome   = UnknownRetry
 )
 
 // The CloudWatch Embedded Metric Format line the runtime writes per batch:
@@ -97,6 +114,8 @@ const (
 	MetricMismatch    = "Mismatch"    // same key, different payload: to the DLQ
 	MetricRejected    = "Rejected"    // no valid key: to the DLQ
 	MetricSkipped     = "Skipped"     // not run after an earlier record of its FIFO group or key failed
+	MetricReconciled  = "Reconciled"  // an unknown outcome was asked about: it had taken place, receipt written
+	MetricHeld        = "Held"        // an unknown outcome that could not be reconciled: the key is held
 )
 
 // Metrics lists every metric the runtime emits, in the order it writes them.
@@ -104,6 +123,7 @@ func Metrics() []string {
 	return []string{
 		MetricExecuted, MetricDuplicate, MetricInProgress, MetricFailed, MetricStoreError,
 		MetricLeaseLost, MetricUnconfirmed, MetricMismatch, MetricRejected, MetricSkipped,
+		MetricReconciled, MetricHeld,
 	}
 }
 

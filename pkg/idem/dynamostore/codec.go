@@ -42,7 +42,7 @@ func (s *Store) storageKeyAttr() string {
 // attribute compares false.
 func isTakeable(rec idem.Record, now time.Time) bool {
 	return (!rec.ExpiresAt.IsZero() && seconds(rec.ExpiresAt) < seconds(now)) ||
-		rec.Status == idem.StatusFailed ||
+		rec.Status == idem.StatusFailed || rec.Status == idem.StatusUnknown ||
 		(rec.Status == idem.StatusInProgress && !rec.LeaseUntil.IsZero() && millis(rec.LeaseUntil) < millis(now))
 }
 
@@ -66,7 +66,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 	n := s.names
 	var (
 		rec                         idem.Record
-		status                      string
+		status, prev                string
 		leaseUntil, expires, update int64
 	)
 	errs := [...]error{
@@ -81,13 +81,14 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		attr(item, n.NoResult, &rec.ResultOmitted, asBool),
 		attr(item, n.UpdatedAt, &update, asInt64),
 		attr(item, n.LastError, &rec.LastError, asString),
+		attr(item, n.PrevStatus, &prev, asString),
 	}
 	for _, err := range errs {
 		if err != nil {
 			return idem.Record{}, err
 		}
 	}
-	rec.Status = idem.Status(status)
+	rec.Status, rec.PrevStatus = idem.Status(status), idem.Status(prev)
 	if leaseUntil != 0 {
 		rec.LeaseUntil = time.UnixMilli(leaseUntil)
 	}

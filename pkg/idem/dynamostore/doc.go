@@ -8,7 +8,7 @@
 // stack in infra/ creates the table from it):
 //
 //	pk             S     namespace#sha256(key)
-//	status         S     IN_PROGRESS, COMPLETED or FAILED
+//	status         S     IN_PROGRESS, COMPLETED, FAILED, UNKNOWN or HELD
 //	lease          S     fencing token of the attempt holding the record
 //	leaseUntil     N     Unix milliseconds; after it the record may be taken over
 //	expiresAt      N     Unix seconds; TTL. Read as absent once past, since TTL
@@ -20,6 +20,8 @@
 //	updatedAt      N     Unix milliseconds
 //	lastError      S     what the last failed attempt left (its error's class by default)
 //	released       S     lease of the last attempt whose release landed; acquires keep it
+//	prevStatus     S     on a record an acquire took: the status it took over ("" for none)
+//	prevLease      S     on a record an acquire took: the lease it took over ("" for none)
 //
 // [WithSchema] renames the attributes. [WithCompositeKey] puts the records in
 // a table with a partition and a sort key, such as an existing single-table
@@ -29,7 +31,8 @@
 // # Requests and guarantees
 //
 // Acquire is one conditional UpdateItem that takes the record only if it is
-// absent, expired, FAILED, or IN_PROGRESS with a lease that ran out. A
+// absent, expired, FAILED, UNKNOWN, or IN_PROGRESS with a lease that ran
+// out; never HELD, which has no expiry either. A
 // conflict returns the record in the way in the same response
 // (ReturnValuesOnConditionCheckFailure), so a duplicate costs one request; a
 // consistent GetItem is made only if DynamoDB did not return it.
@@ -39,8 +42,9 @@
 // overwrite the new owner's record. A FAILED record may be taken at once,
 // so a release whose response was lost can be sent again after another
 // attempt took the record it left; the record returned with the failed
-// condition (ALL_OLD) still names the caller's lease as released, and the
-// retry is the caller's own: done, not lease lost.
+// condition (ALL_OLD) still names the caller's lease as released, or as
+// the lease the last acquire took over from a FAILED or UNKNOWN record,
+// and the retry is the caller's own: done, not lease lost.
 //
 // So lease mode ([idem.Guard.Do]) costs two requests per new message and one
 // per duplicate; a Guard with a cache answers repeated duplicates from

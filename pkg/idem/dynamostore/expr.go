@@ -27,6 +27,8 @@ type slot string
 const (
 	slotStatus      slot = "status"
 	slotFailed      slot = "failed"
+	slotUnknown     slot = "unknown"
+	slotNone        slot = "none"
 	slotInProgress  slot = "inProgress"
 	slotLease       slot = "lease"
 	slotLeaseUntil  slot = "leaseUntil"
@@ -117,6 +119,8 @@ func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 var (
 	avInProgress = str(string(idem.StatusInProgress))
 	avFailed     = str(string(idem.StatusFailed))
+	avUnknown    = str(string(idem.StatusUnknown))
+	avNone       = str("")
 	avCompleted  = str(string(idem.StatusCompleted))
 	avOne        = num(1)
 	avTrue       = &types.AttributeValueMemberBOOL{Value: true}

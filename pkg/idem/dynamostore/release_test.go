@@ -44,7 +44,7 @@ func TestReleaseSentAgainAfterTakeover(t *testing.T) {
 				},
 				func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, ccf(tc.old) },
 			}}
-			err := newTestStore(t, f).Release(context.Background(), acq.Key, "tok", "boom", t0)
+			err := newTestStore(t, f).Release(context.Background(), acq.Key, "tok", idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: t0})
 			if len(f.updates) != 2 || f.updates[0] != f.updates[1] {
 				t.Fatalf("%d requests; want the same one sent twice", len(f.updates))
 			}
@@ -75,7 +75,7 @@ func TestReleaseWritesReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := s.Release(ctx, acq.Key, acq.Lease, "", t0); err != nil {
+	if err := s.Release(ctx, acq.Key, acq.Lease, idem.Released{Status: idem.StatusFailed, Reason: "", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Acquire(ctx, acq); err != nil {

@@ -34,6 +34,16 @@ type Names struct {
 	// WithSchema, it is DefaultSchema's, so that schemas written before it
 	// existed keep working.
 	Released string
+	// PrevStatus is, on a record an acquire took, the status of the record
+	// it took over ("" for none): the Guard learns from it whether it took
+	// over an unknown outcome. Empty in a Names given to WithSchema, it is
+	// DefaultSchema's.
+	PrevStatus string
+	// PrevLease is, on a record an acquire took, the lease of the record
+	// it took over: with Released, how a release sent again after the
+	// next attempt took its record (and released it too) knows its own.
+	// Empty in a Names given to WithSchema, it is DefaultSchema's.
+	PrevLease string
 }
 
 // DefaultSchema is the record layout described in the package documentation.
@@ -50,6 +60,8 @@ var DefaultSchema = Names{
 	UpdatedAt:    "updatedAt",
 	LastError:    "lastError",
 	Released:     "released",
+	PrevStatus:   "prevStatus",
+	PrevLease:    "prevLease",
 }
 
 // fields lists the names with what they are called in errors.
@@ -58,7 +70,7 @@ func (n Names) fields() []struct{ field, value string } {
 		{"PartitionKey", n.PartitionKey}, {"TTL", n.TTL}, {"Status", n.Status},
 		{"Lease", n.Lease}, {"LeaseUntil", n.LeaseUntil}, {"Attempts", n.Attempts},
 		{"Fingerprint", n.Fingerprint}, {"Result", n.Result}, {"NoResult", n.NoResult},
-		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released},
+		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released}, {"PrevStatus", n.PrevStatus}, {"PrevLease", n.PrevLease},
 	}
 }
 
@@ -66,6 +78,8 @@ func (n Names) fields() []struct{ field, value string } {
 // were added after it was written.
 func (n Names) withDefaults() Names {
 	n.Released = cmp.Or(n.Released, DefaultSchema.Released)
+	n.PrevStatus = cmp.Or(n.PrevStatus, DefaultSchema.PrevStatus)
+	n.PrevLease = cmp.Or(n.PrevLease, DefaultSchema.PrevLease)
 	return n
 }
 

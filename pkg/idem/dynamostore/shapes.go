@@ -14,14 +14,16 @@ import (
 func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }
 
 // takeable is the condition of Acquire and Commit: the record is absent,
-// expired, FAILED, or IN_PROGRESS with a lease that ran out. It mirrors
-// idemtest's in-memory store and isTakeable.
+// expired, FAILED, UNKNOWN, or IN_PROGRESS with a lease that ran out; never
+// HELD (which has no expiry either). It mirrors idemtest's in-memory store
+// and isTakeable.
 func (s *Store) takeable() expression.ConditionBuilder {
 	n := s.names
 	return expression.Or(
 		name(n.PartitionKey).AttributeNotExists(),
 		name(n.TTL).LessThan(slotNowSeconds.marker()),
 		name(n.Status).Equal(slotFailed.marker()),
+		name(n.Status).Equal(slotUnknown.marker()),
 		expression.And(
 			name(n.Status).Equal(slotInProgress.marker()),
 			name(n.LeaseUntil).LessThan(slotNowMillis.marker()),
@@ -46,8 +48,9 @@ func (s *Store) acquireExpr(shape acquireShape) expression.Builder {
 		Set(name(n.LeaseUntil), slotLeaseUntil.marker()).
 		Set(name(n.TTL), slotExpiresAt.marker()).
 		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
-		Add(name(n.Attempts), slotOne.marker()).
-		Remove(name(n.LastError))
+		Set(name(n.PrevStatus), expression.IfNotExists(name(n.Status), slotNone.marker())).
+		Set(name(n.PrevLease), expression.IfNotExists(name(n.Lease), slotNone.marker())).
+		Add(name(n.Attempts), slotOne.marker())
 	upd = setOrRemove(upd, n.Fingerprint, slotFingerprint, shape.fingerprint)
 	upd = s.setResult(upd, resultNone)
 	return expression.NewBuilder().WithCondition(s.takeable()).WithUpdate(upd)
@@ -71,6 +74,10 @@ func (s *Store) releaseExpr(shape releaseShape) expression.Builder {
 		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
 		Set(name(n.Released), slotLease.marker())
 	upd = setOrRemove(upd, n.LastError, slotLastError, shape.reason)
+	if shape.held {
+		// Nothing held is deleted silently: no TTL.
+		upd = upd.Remove(name(n.TTL))
+	}
 	return expression.NewBuilder().WithCondition(s.fencing()).WithUpdate(upd)
 }
 

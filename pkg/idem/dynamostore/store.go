@@ -170,6 +170,8 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 	vals, err := x.values(map[slot]types.AttributeValue{
 		slotInProgress:  avInProgress,
 		slotFailed:      avFailed,
+		slotUnknown:     avUnknown,
+		slotNone:        avNone,
 		slotLease:       str(a.Lease),
 		slotLeaseUntil:  num(millis(a.LeaseUntil)),
 		slotExpiresAt:   num(seconds(a.ExpiresAt)),
@@ -297,7 +299,7 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 	return fmt.Errorf("dynamostore: complete %q: %w", key, invalid(err))
 }
 
-type releaseShape struct{ reason bool }
+type releaseShape struct{ reason, held bool }
 
 // Release implements idem.Store, fenced like Complete, with a few retries
 // of transient errors: a lost release only delays the next attempt until
@@ -309,17 +311,19 @@ type releaseShape struct{ reason bool }
 // another attempt took the record it left: its fence then fails, DynamoDB
 // returns the record (ALL_OLD), and a Released that is this lease makes the
 // release the caller's own, done.
-func (s *Store) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
-	shape := releaseShape{reason: reason != ""}
+//
+// A HELD record loses its TTL: nothing held is deleted silently.
+func (s *Store) Release(ctx context.Context, key, lease string, r idem.Released) error {
+	shape := releaseShape{reason: r.Reason != "", held: r.Status == idem.StatusHeld}
 	x, err := s.exprs.get(shape, func() expression.Builder { return s.releaseExpr(shape) })
 	if err != nil {
 		return fmt.Errorf("dynamostore: release %q: %w", key, err)
 	}
 	in, err := s.fenced(key, x, map[slot]types.AttributeValue{
-		slotStatus:    avFailed,
+		slotStatus:    str(string(r.Status)),
 		slotLease:     str(lease),
-		slotUpdatedAt: num(millis(now)),
-		slotLastError: str(reason),
+		slotUpdatedAt: num(millis(r.Now)),
+		slotLastError: str(r.Reason),
 	})
 	if err != nil {
 		return fmt.Errorf("dynamostore: release %q: %w", key, err)
@@ -342,10 +346,17 @@ func (s *Store) Release(ctx context.Context, key, lease, reason string, now time
 }
 
 // releasedBy reports whether lease's release landed on item before
-// another attempt took it.
+// another attempt took it: the last release that landed, or the record the
+// last acquire took over (released, then taken and released again).
 func (s *Store) releasedBy(item map[string]types.AttributeValue, lease string) bool {
 	released, ok := item[s.names.Released].(*types.AttributeValueMemberS)
-	return ok && released.Value == lease
+	if ok && released.Value == lease {
+		return true
+	}
+	prev, _ := item[s.names.PrevLease].(*types.AttributeValueMemberS)
+	status, _ := item[s.names.PrevStatus].(*types.AttributeValueMemberS)
+	return prev != nil && status != nil && prev.Value == lease &&
+		(status.Value == string(idem.StatusFailed) || status.Value == string(idem.StatusUnknown))
 }
 
 // fenced is an UpdateItem of key with x, which only succeeds while the

@@ -136,7 +136,7 @@ func usesOnlyPlaceholders(t *testing.T, expr string, names map[string]string, va
 				t.Errorf("%q: undefined value %s", expr, tok)
 			}
 		case tok == "SET" || tok == "ADD" || tok == "REMOVE" || tok == "AND" || tok == "OR" ||
-			tok == "attribute_not_exists" || tok == "attribute_exists" || tok == "<" || tok == "+":
+			tok == "attribute_not_exists" || tok == "attribute_exists" || tok == "if_not_exists" || tok == "<" || tok == "+":
 		default:
 			t.Errorf("%q: literal token %q", expr, tok)
 		}
@@ -181,13 +181,15 @@ func TestAcquireWritesOneConditionalUpdate(t *testing.T) {
 	usesOnlyPlaceholders(t, aws.ToString(in.ConditionExpression), in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	usesOnlyPlaceholders(t, aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	used := namesUsed(in.ExpressionAttributeNames)
-	for _, n := range []string{"pk", "expiresAt", "status", "leaseUntil", "lease", "attempts", "fingerprint", "updatedAt", "result", "resultOmitted", "lastError"} {
+	// lastError is kept: the last error of the attempt taken over, with
+	// prevStatus, its status.
+	for _, n := range []string{"pk", "expiresAt", "status", "leaseUntil", "lease", "attempts", "fingerprint", "updatedAt", "result", "resultOmitted", "prevStatus"} {
 		if !used[n] {
 			t.Errorf("attribute %s not in the expressions", n)
 		}
 	}
 	cond := aws.ToString(in.ConditionExpression)
-	if !strings.Contains(cond, "attribute_not_exists") || strings.Count(cond, " OR ") != 3 {
+	if !strings.Contains(cond, "attribute_not_exists") || strings.Count(cond, " OR ") != 4 {
 		t.Errorf("condition %q", cond)
 	}
 	for _, want := range []string{"SET", "ADD", "REMOVE"} {
@@ -393,11 +395,11 @@ func TestReleaseIsFencedAndRetriedBriefly(t *testing.T) {
 		func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, ccf(nil) },
 	}}
 	s := newTestStore(t, f)
-	if err := s.Release(context.Background(), "ns#abc", "tok", "boom", t0); !errors.Is(err, idem.ErrLeaseLost) || len(f.updates) != 2 {
+	if err := s.Release(context.Background(), "ns#abc", "tok", idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: t0}); !errors.Is(err, idem.ErrLeaseLost) || len(f.updates) != 2 {
 		t.Fatalf("Release: %v after %d calls; want ErrLeaseLost on the retry", err, len(f.updates))
 	}
 	f = &fakeAPI{update: []func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error){throttled}}
-	if err := newTestStore(t, f).Release(context.Background(), "ns#abc", "tok", "boom", t0); err == nil || len(f.updates) != releaseTries {
+	if err := newTestStore(t, f).Release(context.Background(), "ns#abc", "tok", idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: t0}); err == nil || len(f.updates) != releaseTries {
 		t.Fatalf("Release: %v after %d calls; want to give up after %d", err, len(f.updates), releaseTries)
 	}
 }

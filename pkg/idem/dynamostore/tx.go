@@ -185,7 +185,8 @@ func (s *Store) receipt(t idem.Transaction, old *idem.Record) (*types.Update, in
 		}
 		vals[slotNowSeconds] = num(seconds(t.Now))
 		vals[slotNowMillis] = num(millis(t.Now))
-		vals[slotFailed] = str(string(idem.StatusFailed))
+		vals[slotFailed] = avFailed
+		vals[slotUnknown] = avUnknown
 		vals[slotInProgress] = str(string(idem.StatusInProgress))
 	}
 	vals[slotAttempts] = num(int64(attempts))

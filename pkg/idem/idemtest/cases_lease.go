@@ -91,7 +91,7 @@ func (s *suite) fencing(t *testing.T, store idem.Store) {
 	if err := store.Complete(ctx, a.Key, "theirs", done); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Complete with a foreign lease: %v, want ErrLeaseLost", err)
 	}
-	if err := store.Release(ctx, a.Key, "theirs", "x", now); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := store.Release(ctx, a.Key, "theirs", idem.Released{Status: idem.StatusFailed, Reason: "x", Now: now}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Release with a foreign lease: %v, want ErrLeaseLost", err)
 	}
 	if err := store.Complete(ctx, unique("ns")+"#absent", "mine", done); !errors.Is(err, idem.ErrLeaseLost) {
@@ -135,7 +135,7 @@ func (s *suite) retriedWrites(t *testing.T, store idem.Store) {
 		t.Fatalf("Acquire: %v, %v", ok, err)
 	}
 	for i := range 2 {
-		if err := store.Release(ctx, b.Key, b.Lease, "why", b.Now); err != nil {
+		if err := store.Release(ctx, b.Key, b.Lease, idem.Released{Status: idem.StatusFailed, Reason: "why", Now: b.Now}); err != nil {
 			t.Fatalf("Release #%d with own lease: %v", i+1, err)
 		}
 	}
@@ -161,27 +161,43 @@ func (l lostAcquireAck) Acquire(ctx context.Context, a idem.Acquisition) (idem.R
 	return l.Store.Acquire(ctx, a)
 }
 
+// release: an effect's error releases the record, FAILED when it is
+// definite and UNKNOWN otherwise, and either is taken at once by the next
+// delivery (with the Guard's default policy, Retry, an unknown outcome is
+// run again), which learns what it took over.
 func (s *suite) release(t *testing.T, store idem.Store) {
-	g := newGuard(t, store)
-	ctx := context.Background()
-	key := unique("order")
-	boom := errors.New("smtp 451 try later for alice@example.com")
-	res, err := g.Do(ctx, key, []byte("p"), func(context.Context) ([]byte, error) { return nil, boom })
-	if !errors.Is(err, boom) || res.Outcome != idem.Failed || res.Attempts != 1 {
-		t.Fatalf("failing effect: %+v, %v", res, err)
-	}
-	if rec, ok := s.record(t, store, g.StorageKey(key)); ok {
-		// By default the record keeps the error's class, not its text.
-		if rec.Status != idem.StatusFailed || rec.LastError != idem.ErrorClass(boom) || rec.Attempts != 1 {
-			t.Fatalf("released record %+v", rec)
+	for _, tc := range []struct {
+		err  error
+		want idem.Status
+	}{
+		{errors.New("smtp 451 try later for alice@example.com"), idem.StatusUnknown},
+		{idem.Definite(errors.New("smtp 550 no such user alice@example.com")), idem.StatusFailed},
+	} {
+		g := newGuard(t, store)
+		ctx := context.Background()
+		key := unique("order")
+		res, err := g.Do(ctx, key, []byte("p"), func(context.Context) ([]byte, error) { return nil, tc.err })
+		if !errors.Is(err, tc.err) || res.Outcome != idem.Failed || res.Attempts != 1 {
+			t.Fatalf("failing effect: %+v, %v", res, err)
 		}
-	}
-	res, err = g.Do(ctx, key, []byte("p"), value("ok"))
-	if err != nil {
-		t.Fatalf("Do after release: %v", err)
-	}
-	if res.Outcome != idem.Executed || res.Attempts != 2 {
-		t.Fatalf("after release: %+v, want Executed on attempt 2", res)
+		if rec, ok := s.record(t, store, g.StorageKey(key)); ok {
+			// By default the record keeps the error's class, not its text.
+			if rec.Status != tc.want || rec.LastError != idem.ErrorClass(tc.err) || rec.Attempts != 1 {
+				t.Fatalf("released record %+v; want %s", rec, tc.want)
+			}
+		}
+		res, err = g.Do(ctx, key, []byte("p"), func(ctx context.Context) ([]byte, error) {
+			if l, _ := idem.LeaseFromContext(ctx); l.Previous != tc.want {
+				t.Errorf("the attempt after a %s release took over %q", tc.want, l.Previous)
+			}
+			return []byte("ok"), nil
+		})
+		if err != nil {
+			t.Fatalf("Do after release: %v", err)
+		}
+		if res.Outcome != idem.Executed || res.Attempts != 2 {
+			t.Fatalf("after release: %+v, want Executed on attempt 2", res)
+		}
 	}
 }
 
@@ -196,7 +212,7 @@ func (s *suite) panics(t *testing.T, store idem.Store) {
 		}()
 		_, _ = g.Do(context.Background(), key, nil, func(context.Context) ([]byte, error) { panic("nil map") })
 	}()
-	if rec, ok := s.record(t, store, g.StorageKey(key)); ok && (rec.Status != idem.StatusFailed || rec.LastError != "panic") {
+	if rec, ok := s.record(t, store, g.StorageKey(key)); ok && (rec.Status != idem.StatusUnknown || rec.LastError != "panic") {
 		t.Fatalf("record after a panic: %+v", rec)
 	}
 	res, err := g.Do(context.Background(), key, nil, value("ok"))

@@ -67,6 +67,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"ReleaseAllowsImmediateReacquire", s.release},
 		{"RetriedReleaseAfterTakeoverIsOwn", s.releaseRetriedAfterTakeover},
 		{"ReleaseAfterTakeoverLeaseLost", s.releaseAfterTakeover},
+		{"RetriedReleaseAfterTakeoverAndRelease", s.releaseRetriedAfterTakeoverAndRelease},
 		{"PanicReleases", s.panics},
 		{"FingerprintMismatch", s.mismatch},
 		{"ExpiredReceiptRunsAgain", s.expired},
@@ -74,6 +75,9 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"OversizedResult", s.oversized},
 		{"DeclaredResultSize", s.declaredResultSize},
 		{"BadInputMakesNoCall", s.badInput},
+		{"TakeoverReported", s.takeoverReported},
+		{"HeldStays", s.heldStays},
+		{"RemoteEffectsThroughGuard", s.remoteThroughGuard},
 	}
 	txTests := []subtest{
 		{"TxFirstAndDuplicate", s.txFirst},

@@ -27,13 +27,15 @@ type MemoryStore struct {
 	writes  []any
 }
 
-// entry is a record and the lease of the last attempt whose release
-// landed on it, which the acquires and commits that take the record after
-// it keep: a release sent again after another attempt took the FAILED
-// record it left finds its own lease there (see Release).
+// entry is a record, the lease of the last attempt whose release landed
+// on it (which the acquires and commits that take the record after it
+// keep), and the lease of the record the last acquire took over: a release
+// sent again after another attempt took the FAILED or UNKNOWN record it
+// left finds its own lease in one of them (see Release).
 type entry struct {
 	idem.Record
-	released string
+	released  string
+	prevLease string
 }
 
 var (
@@ -56,7 +58,7 @@ func (s *MemoryStore) Capabilities() idem.Capabilities {
 func takeable(rec idem.Record, ok bool, now time.Time) bool {
 	return !ok ||
 		(!rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(now)) ||
-		rec.Status == idem.StatusFailed ||
+		rec.Status == idem.StatusFailed || rec.Status == idem.StatusUnknown ||
 		(rec.Status == idem.StatusInProgress && rec.LeaseUntil.Before(now))
 }
 
@@ -80,8 +82,10 @@ func (s *MemoryStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Rec
 		Attempts:    old.Attempts + 1,
 		Fingerprint: a.Fingerprint,
 		UpdatedAt:   a.Now,
+		LastError:   old.LastError,
+		PrevStatus:  old.Status,
 	}
-	s.records[a.Key] = entry{Record: rec, released: old.released}
+	s.records[a.Key] = entry{Record: rec, released: old.released, prevLease: old.Lease}
 	return clone(rec), true, nil
 }
 
@@ -110,8 +114,9 @@ func (s *MemoryStore) Complete(ctx context.Context, key, lease string, c idem.Co
 }
 
 // Release implements idem.Store. A release sent again after another
-// attempt took the FAILED record it left is the caller's own, and nil.
-func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
+// attempt took the FAILED or UNKNOWN record it left is the caller's own,
+// and nil.
+func (s *MemoryStore) Release(ctx context.Context, key, lease string, r idem.Released) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -120,17 +125,21 @@ func (s *MemoryStore) Release(ctx context.Context, key, lease, reason string, no
 	rec, ok := s.records[key]
 	switch {
 	case ok && rec.Lease == lease:
-	case ok && rec.released == lease:
-		// This very release landed, another attempt took the FAILED record
-		// it left, and the release was sent again: it is done.
+	case ok && (rec.released == lease || rec.prevLease == lease && released(rec.PrevStatus)):
+		// This very release landed, another attempt took the record it
+		// left (and may have released it too), and the release was sent
+		// again: it is done.
 		return nil
 	default:
 		return fmt.Errorf("release %q: %w", key, idem.ErrLeaseLost)
 	}
-	rec.Status = idem.StatusFailed
-	rec.LastError = reason
-	rec.UpdatedAt = now
+	rec.Status = r.Status
+	rec.LastError = r.Reason
+	rec.UpdatedAt = r.Now
 	rec.released = lease
+	if r.Status == idem.StatusHeld {
+		rec.ExpiresAt = time.Time{}
+	}
 	s.records[key] = rec
 	return nil
 }
@@ -185,3 +194,7 @@ func clone(r idem.Record) idem.Record {
 	r.Result = slices.Clone(r.Result)
 	return r
 }
+
+// released reports whether a record taken over in status st had been
+// released (so its lease's release had landed).
+func released(st idem.Status) bool { return st == idem.StatusFailed || st == idem.StatusUnknown }

@@ -21,6 +21,7 @@ const (
 	fieldResultOmitted = "resultOmitted" // "1" when the result was not kept
 	fieldUpdatedAt     = "updatedAt"     // Unix milliseconds
 	fieldLastError     = "lastError"
+	fieldPrevStatus    = "prevStatus" // on an acquired record: the status of the record it took over
 	// fieldReleased is the lease of the last release that landed; only
 	// releaseLua reads it (a Record does not carry it).
 	fieldReleased = "released"
@@ -111,6 +112,8 @@ func set(rec *idem.Record, name, value string) error {
 		rec.UpdatedAt, err = parseMillis(value)
 	case fieldLastError:
 		rec.LastError = value
+	case fieldPrevStatus:
+		rec.PrevStatus = idem.Status(value)
 	}
 	return err
 }

@@ -22,7 +22,7 @@
 // One hash per record, under the key prefix + storage key ([DefaultPrefix]
 // "idem:", [WithPrefix]), with the fields named as dynamostore's attributes:
 //
-//	status         IN_PROGRESS, COMPLETED or FAILED
+//	status         IN_PROGRESS, COMPLETED, FAILED, UNKNOWN or HELD (HELD: no TTL)
 //	lease          fencing token of the attempt holding the record
 //	leaseUntil     Unix milliseconds; after it the record may be taken over
 //	expiresAt      Unix milliseconds; the key's TTL too (PEXPIREAT)
@@ -33,6 +33,8 @@
 //	updatedAt      Unix milliseconds
 //	lastError      what the last failed attempt left (its error's class by default)
 //	released       the lease of the last attempt whose release landed (kept by acquires)
+//	prevStatus     on a record an acquire took: the status it took over
+//	prevLease      on a record an acquire took: the lease it took over
 //
 // A hash rather than one packed string: HGETALL shows an operator the record
 // as it is, attempts is a server-side HINCRBY, and Complete and Release
@@ -57,7 +59,8 @@
 // lease was taken over cannot overwrite the new owner's record. A FAILED
 // record may be taken at once, so a release whose response was lost can be
 // sent again after another attempt took the record it left: the record's
-// released field (the caller's lease) shows it, and the retry succeeds
+// released field, or its prevLease with a FAILED or UNKNOWN prevStatus
+// (the caller's lease), shows it, and the retry succeeds
 // without writing, as an own write sent again must. Powertools
 // for AWS Lambda's Redis persistence layer does not fence: it completes with
 // an unconditional SET and deletes a failed attempt's record with an

@@ -83,7 +83,7 @@ func TestTTL(t *testing.T) {
 	if _, ok, err := store.Acquire(ctx, b); err != nil || !ok {
 		t.Fatalf("Acquire: %v, %v", ok, err)
 	}
-	if err := store.Release(ctx, b.Key, b.Lease, "boom", now); err != nil {
+	if err := store.Release(ctx, b.Key, b.Lease, idem.Released{Status: idem.StatusFailed, Reason: "boom", Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	if got := expireTime(t, client, store.Key(b.Key)); !got.Equal(b.ExpiresAt.Truncate(time.Millisecond)) {
@@ -145,7 +145,7 @@ func TestEvictedIsLeaseLost(t *testing.T) {
 	if err := store.Complete(ctx, a.Key, a.Lease, idem.Completion{ExpiresAt: a.ExpiresAt, Now: a.Now}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Complete of an evicted record: %v, want ErrLeaseLost", err)
 	}
-	if err := store.Release(ctx, a.Key, a.Lease, "x", a.Now); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := store.Release(ctx, a.Key, a.Lease, idem.Released{Status: idem.StatusFailed, Reason: "x", Now: a.Now}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Release of an evicted record: %v, want ErrLeaseLost", err)
 	}
 	if rec, ok, err := store.Acquire(ctx, a); err != nil || !ok || rec.Attempts != 1 {

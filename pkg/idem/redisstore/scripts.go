@@ -18,8 +18,10 @@ import (
 // The record is a hash whose fields are named as dynamostore's attributes
 // (see codec.go and the package documentation).
 
-// acquireLua takes the record if it is absent, expired, FAILED, or
-// IN_PROGRESS with a lease that ran out, as idemtest's MemoryStore does, and
+// acquireLua takes the record if it is absent, expired, FAILED, UNKNOWN, or
+// IN_PROGRESS with a lease that ran out (never HELD), as idemtest's
+// MemoryStore does, keeping the taken record's status as prevStatus and its
+// lastError as it was, and
 // returns {1, the record written}; otherwise it writes nothing and returns
 // {0, the record in the way}, lease included, so that a duplicate, a
 // conflict and a retried acquire whose first request landed all cost one
@@ -49,7 +51,7 @@ local f = redis.call('HMGET', key, 'status', 'leaseUntil', 'expiresAt', 'lease')
 local status, leaseUntil, expiresAt = f[1], tonumber(f[2]), tonumber(f[3])
 local takeable = not status
 	or (expiresAt ~= nil and expiresAt < now)
-	or status == 'FAILED'
+	or status == 'FAILED' or status == 'UNKNOWN'
 	or (status == 'IN_PROGRESS' and (leaseUntil == nil or leaseUntil < now))
 if not takeable then
 	if status == 'IN_PROGRESS' and f[4] == ARGV[2] then
@@ -57,7 +59,13 @@ if not takeable then
 	end
 	return {0, redis.call('HGETALL', key)}
 end
-redis.call('HDEL', key, 'result', 'resultOmitted', 'lastError', 'fingerprint', 'expiresAt')
+redis.call('HDEL', key, 'result', 'resultOmitted', 'fingerprint', 'expiresAt', 'prevStatus', 'prevLease')
+if status then
+	redis.call('HSET', key, 'prevStatus', status)
+end
+if f[4] then
+	redis.call('HSET', key, 'prevLease', f[4])
+end
 redis.call('HSET', key, 'status', 'IN_PROGRESS', 'lease', ARGV[2], 'leaseUntil', ARGV[3], 'updatedAt', ARGV[1])
 redis.call('HINCRBY', key, 'attempts', 1)
 if ARGV[5] ~= '' then
@@ -115,33 +123,38 @@ end
 return 1
 `
 
-// releaseLua marks the record FAILED, fenced like completeLua, and keeps
-// the lease as released, which no other script changes. The expiry and the
-// TTL stay as they are.
+// releaseLua marks the record FAILED, UNKNOWN or HELD, fenced like
+// completeLua, and keeps the lease as released, which no other script
+// changes. The expiry and the TTL stay as they are, but for HELD, which
+// loses both: nothing held is deleted silently.
 //
 // A FAILED record may be taken at once, so a release whose response was
 // lost can be sent again after another attempt took the record it left:
 // the fence fails, but released still names the caller's lease, so the
 // release is the caller's own, and it returns 1 without writing.
 //
-// ARGV: lease, updatedAt, lastError ("" for none).
+// ARGV: lease, updatedAt, lastError ("" for none), status.
 //
 // allow-oom, as completeLua: a failed attempt's release lets the next
 // delivery run at once.
 const releaseLua = `#!lua flags=allow-oom
 local key = KEYS[1]
-local f = redis.call('HMGET', key, 'lease', 'released')
+local f = redis.call('HMGET', key, 'lease', 'released', 'prevLease', 'prevStatus')
 if f[1] ~= ARGV[1] then
-	if f[2] == ARGV[1] then
+	if f[2] == ARGV[1] or (f[3] == ARGV[1] and (f[4] == 'FAILED' or f[4] == 'UNKNOWN')) then
 		return 1
 	end
 	return 0
 end
-redis.call('HSET', key, 'status', 'FAILED', 'updatedAt', ARGV[2], 'released', ARGV[1])
+redis.call('HSET', key, 'status', ARGV[4], 'updatedAt', ARGV[2], 'released', ARGV[1])
 if ARGV[3] ~= '' then
 	redis.call('HSET', key, 'lastError', ARGV[3])
 else
 	redis.call('HDEL', key, 'lastError')
+end
+if ARGV[4] == 'HELD' then
+	redis.call('HDEL', key, 'expiresAt')
+	redis.call('PERSIST', key)
 end
 return 1
 `

@@ -190,12 +190,12 @@ func (s *Store) Complete(ctx context.Context, key, lease string, c idem.Completi
 // a few retries of transient errors: a lost release only delays the next
 // attempt until the lease ends. Too few acknowledgements (WithWaitReplicas)
 // are not retried, for the same reason.
-func (s *Store) Release(ctx context.Context, key, lease, reason string, now time.Time) error {
+func (s *Store) Release(ctx context.Context, key, lease string, r idem.Released) error {
 	var reply any
 	err := s.retry(ctx, releaseTries, func(ctx context.Context) error {
 		var acks int64
 		var err error
-		reply, acks, err = s.write(ctx, releaseScript, s.Key(key), lease, millis(now), reason)
+		reply, acks, err = s.write(ctx, releaseScript, s.Key(key), lease, millis(r.Now), r.Reason, string(r.Status))
 		if err == nil && reply == int64(1) {
 			err = s.replicated(acks)
 		}

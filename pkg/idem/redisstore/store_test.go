@@ -190,7 +190,7 @@ func TestBadRepliesAreErrors(t *testing.T) {
 func TestNoScriptFallsBackToEval(t *testing.T) {
 	f := replies(fail(redis.ErrNoScript), reply(int64(1)))
 	s := newTestStore(t, f)
-	if err := s.Release(context.Background(), "ns#abc", "tok", "why", t0); err != nil {
+	if err := s.Release(context.Background(), "ns#abc", "tok", idem.Released{Status: idem.StatusFailed, Reason: "why", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.calls) != 2 || f.calls[0].cmd != "EVALSHA" || f.calls[1].cmd != "EVAL" || f.calls[1].script != releaseLua {
@@ -226,7 +226,7 @@ func TestFencedOutIsLeaseLost(t *testing.T) {
 	if err := s.Complete(ctx, "ns#abc", "tok", idem.Completion{Now: t0}); !errors.Is(err, idem.ErrLeaseLost) || !strings.Contains(err.Error(), `"ns#abc"`) {
 		t.Fatalf("Complete: %v, want ErrLeaseLost naming the key", err)
 	}
-	if err := s.Release(ctx, "ns#abc", "tok", "", t0); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := s.Release(ctx, "ns#abc", "tok", idem.Released{Status: idem.StatusFailed, Reason: "", Now: t0}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("Release: %v, want ErrLeaseLost", err)
 	}
 	s = newTestStore(t, replies(reply("OK")))
@@ -290,7 +290,7 @@ func TestBoundedRetries(t *testing.T) {
 		t.Fatalf("Acquire: %v after %d requests, want io.EOF after %d", err, len(f.calls), acquireTries)
 	}
 	f = replies(fail(io.EOF))
-	if err := newTestStore(t, f).Release(ctx, "ns#abc", "tok", "", t0); !errors.Is(err, io.EOF) || len(f.calls) != releaseTries {
+	if err := newTestStore(t, f).Release(ctx, "ns#abc", "tok", idem.Released{Status: idem.StatusFailed, Reason: "", Now: t0}); !errors.Is(err, io.EOF) || len(f.calls) != releaseTries {
 		t.Fatalf("Release: %v after %d requests, want io.EOF after %d", err, len(f.calls), releaseTries)
 	}
 }

@@ -12,10 +12,10 @@
 //
 // # Guarantees
 //
-//   - Every record goes through the Guard under its own key. Executed and
-//     Duplicate records succeed; every other outcome (InProgress, Failed,
-//     StoreError, Mismatch, LeaseLost, Rejected) makes the record a batch
-//     item failure, so SQS delivers it again after the visibility timeout
+//   - Every record goes through the Guard under its own key. Executed,
+//     Duplicate and Reconciled records succeed; every other outcome
+//     (InProgress, Failed, StoreError, Mismatch, LeaseLost, Rejected, Held)
+//     makes the record a batch item failure, so SQS delivers it again after the visibility timeout
 //     and, after the queue's maxReceiveCount, moves it to the dead-letter
 //     queue. No record is ever dropped silently.
 //   - Unconfirmed (the effect ran, its receipt could not be written before

@@ -76,6 +76,7 @@ type options struct {
 	maxReceives int
 	// storeBackoff is the base of WithStoreBackoff, 0 without it.
 	storeBackoff time.Duration
+	reconcile    ReconcileFunc
 }
 
 // WithConcurrency bounds how many records of a batch run at once. Default

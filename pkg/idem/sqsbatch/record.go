@@ -184,7 +184,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 		}
 		return h.guard.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
 			return h.fn(ctx, key, msg)
-		})
+		}, h.reconcileFor(key, msg)...)
 	}
 	res, err := run()
 	if res.Outcome == idem.InProgress {
@@ -199,8 +199,11 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 // succeeded reports whether a record with outcome o is done, so its message
 // can be deleted. Unconfirmed is done: the effect ran, and delivering the
 // message again could only run it a second time once the lease ends.
+// Reconciled is done: the effect had taken place, and its receipt is
+// written. Held is not: its message fails until it reaches the
+// dead-letter queue with the reason, as an operator settles the key.
 func succeeded(o idem.Outcome) bool {
-	return o == idem.Executed || o == idem.Duplicate || o == idem.Unconfirmed
+	return o == idem.Executed || o == idem.Duplicate || o == idem.Unconfirmed || o == idem.Reconciled
 }
 
 func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResult) {

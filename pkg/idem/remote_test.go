@@ -1,0 +1,207 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
+)
+
+// reconciler answers as told and counts its calls.
+type reconciler struct {
+	applied bool
+	result  string
+	err     error
+	calls   int
+}
+
+func (r *reconciler) fn(ctx context.Context) (bool, []byte, error) {
+	r.calls++
+	if _, ok := idem.LeaseFromContext(ctx); !ok {
+		return false, nil, errors.New("reconcile ran without the lease in its context")
+	}
+	return r.applied, []byte(r.result), r.err
+}
+
+var errTimeout = fmt.Errorf("POST /sms: %w", context.DeadlineExceeded)
+
+// failOnce is an effect that fails with err once (the first attempt), and
+// counts the runs.
+func failOnce(err error, runs *int) idem.Func {
+	return func(context.Context) ([]byte, error) {
+		*runs++
+		if *runs == 1 {
+			return nil, err
+		}
+		return []byte("sent"), nil
+	}
+}
+
+func TestUnknownOutcomeIsReconciled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        reconciler
+		policy   idem.UnknownPolicy
+		want     idem.Outcome
+		wantRuns int // of the effect, the failed first run included
+		value    string
+	}{
+		{"applied: the receipt, nothing run", reconciler{applied: true, result: "sms-1"}, idem.Retry, idem.Reconciled, 1, "sms-1"},
+		{"applied, Hold: the receipt too", reconciler{applied: true, result: "sms-1"}, idem.Hold, idem.Reconciled, 1, "sms-1"},
+		{"not applied: run", reconciler{}, idem.Hold, idem.Executed, 2, "sent"},
+		{"cannot tell, Retry: run (the window)", reconciler{err: errors.New("lookup 503")}, idem.Retry, idem.Executed, 2, "sent"},
+		{"cannot tell, Hold: parked", reconciler{err: errors.New("lookup 503")}, idem.Hold, idem.Held, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := idemtest.NewMemoryStore()
+			g := mustGuard(t, store, idem.WithUnknownOutcome(tc.policy))
+			runs := 0
+			effect := failOnce(errTimeout, &runs)
+			r := tc.r
+			if res, err := g.Do(context.Background(), "k", []byte("p"), effect, idem.Reconcile(r.fn)); res.Outcome != idem.Failed || !errors.Is(err, errTimeout) {
+				t.Fatalf("first: %+v, %v; want Failed", res, err)
+			}
+			if r.calls != 0 {
+				t.Fatalf("reconcile called %d times for a new key; want none", r.calls)
+			}
+			res, err := g.Do(context.Background(), "k", []byte("p"), effect, idem.Reconcile(r.fn))
+			if res.Outcome != tc.want || runs != tc.wantRuns || r.calls != 1 || string(res.Value) != tc.value {
+				t.Fatalf("after an unknown outcome: %+v, %v, runs %d, reconciles %d; want %s, %d runs, 1 reconcile, value %q",
+					res, err, runs, r.calls, tc.want, tc.wantRuns, tc.value)
+			}
+			if (err == nil) != (tc.want != idem.Held) || (tc.want == idem.Held && !errors.Is(err, idem.ErrHeld)) {
+				t.Fatalf("error %v for %s", err, tc.want)
+			}
+			// Whatever it became, a copy runs nothing more.
+			res, err = g.Do(context.Background(), "k", []byte("p"), effect, idem.Reconcile(r.fn))
+			if runs != tc.wantRuns || r.calls != 1 {
+				t.Fatalf("copy: %+v, %v, runs %d, reconciles %d", res, err, runs, r.calls)
+			}
+			rec, _, _ := store.Get(context.Background(), g.StorageKey("k"))
+			switch tc.want {
+			case idem.Held:
+				if res.Outcome != idem.Held || rec.Status != idem.StatusHeld || !rec.ExpiresAt.IsZero() || rec.LastError == "" {
+					t.Fatalf("copy of a held key: %+v; record %+v: want Held, HELD without expiry, with a reason", res, rec)
+				}
+			default:
+				if res.Outcome != idem.Duplicate || string(res.Value) != tc.value || rec.Status != idem.StatusCompleted {
+					t.Fatalf("copy: %+v; record %+v: want a Duplicate of %q", res, rec, tc.value)
+				}
+			}
+		})
+	}
+}
+
+// TestDefiniteFailureIsNotReconciled: a failure the effect declares
+// definite releases FAILED, and the next attempt runs at once.
+func TestDefiniteFailureIsNotReconciled(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store, idem.WithUnknownOutcome(idem.Hold))
+	runs := 0
+	r := reconciler{applied: true}
+	refused := idem.Definite(errors.New("422 invalid phone number"))
+	_, _ = g.Do(context.Background(), "k", nil, failOnce(refused, &runs), idem.Reconcile(r.fn))
+	rec, _, _ := store.Get(context.Background(), g.StorageKey("k"))
+	if rec.Status != idem.StatusFailed {
+		t.Fatalf("record after a definite failure: %+v; want FAILED", rec)
+	}
+	res, err := g.Do(context.Background(), "k", nil, failOnce(refused, &runs), idem.Reconcile(r.fn))
+	if err != nil || res.Outcome != idem.Executed || runs != 2 || r.calls != 0 {
+		t.Fatalf("after a definite failure: %+v, %v, runs %d, reconciles %d; want Executed, no reconcile", res, err, runs, r.calls)
+	}
+}
+
+// TestNeverDefinite: an error marked definite that is the end of a
+// context or a broken connection is not: the request may have been
+// applied.
+func TestNeverDefinite(t *testing.T) {
+	for _, err := range []error{
+		idem.Definite(context.DeadlineExceeded),
+		idem.Definite(fmt.Errorf("post: %w", context.Canceled)),
+		idem.Definite(fmt.Errorf("read: %w", syscall.ECONNRESET)),
+		idem.Definite(io.ErrUnexpectedEOF),
+		errors.New("plain"),
+	} {
+		if idem.IsDefinite(err) {
+			t.Errorf("IsDefinite(%v) = true", err)
+		}
+	}
+	if !idem.IsDefinite(fmt.Errorf("sms: %w", idem.Definite(errors.New("400")))) {
+		t.Error("a wrapped Definite is not definite")
+	}
+}
+
+// TestLapsedLeaseIsReconciled: an attempt that died after its call (its
+// lease ran out IN_PROGRESS), or whose effect panicked, is an unknown
+// outcome too.
+func TestLapsedLeaseIsReconciled(t *testing.T) {
+	clock := idemtest.NewClock(time.Now())
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store, idem.WithClock(clock.Now), idem.WithLease(10*time.Second), idem.WithSafetyMargin(time.Second),
+		idem.WithUnknownOutcome(idem.Hold))
+	// Another process took the key and died.
+	now := clock.Now()
+	if _, ok, err := store.Acquire(context.Background(), idem.Acquisition{Key: g.StorageKey("k"), Lease: "dead",
+		LeaseUntil: now.Add(10 * time.Second), ExpiresAt: now.Add(time.Hour), Now: now}); !ok || err != nil {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	clock.Advance(11 * time.Second)
+	r := reconciler{applied: true, result: "paid"}
+	res, err := g.Do(context.Background(), "k", nil, ok("again"), idem.Reconcile(r.fn))
+	if err != nil || res.Outcome != idem.Reconciled || string(res.Value) != "paid" || r.calls != 1 {
+		t.Fatalf("after a lapsed lease: %+v, %v, reconciles %d; want Reconciled", res, err, r.calls)
+	}
+
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = g.Do(context.Background(), "p", nil, func(context.Context) ([]byte, error) { panic("mid-call") })
+	}()
+	r = reconciler{err: errors.New("cannot tell")}
+	if res, err := g.Do(context.Background(), "p", nil, ok("again"), idem.Reconcile(r.fn)); res.Outcome != idem.Held || !errors.Is(err, idem.ErrHeld) {
+		t.Fatalf("after a panic, cannot tell, Hold: %+v, %v; want Held", res, err)
+	}
+}
+
+// TestReconcileOnlyAfterAnUnknownOutcome: a new key costs one request and
+// no reconcile, as without it.
+func TestReconcileOnlyAfterAnUnknownOutcome(t *testing.T) {
+	store := newRecordingStore()
+	g := mustGuard(t, store, idem.WithUnknownOutcome(idem.Hold))
+	r := reconciler{applied: true}
+	for i := range 3 {
+		if res, err := g.Do(context.Background(), fmt.Sprint("k", i), nil, ok("v"), idem.Reconcile(r.fn)); err != nil || res.Outcome != idem.Executed {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	}
+	if r.calls != 0 || store.count() != 3 {
+		t.Fatalf("3 new keys: %d reconciles, %d acquires; want 0 and 3", r.calls, store.count())
+	}
+}
+
+// TestReconcilePanicCannotTell: a reconcile that panics could not tell.
+func TestReconcilePanicCannotTell(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store, idem.WithUnknownOutcome(idem.Hold))
+	runs := 0
+	_, _ = g.Do(context.Background(), "k", nil, failOnce(errTimeout, &runs))
+	res, err := g.Do(context.Background(), "k", nil, failOnce(errTimeout, &runs),
+		idem.Reconcile(func(context.Context) (bool, []byte, error) { panic("nil client") }))
+	if res.Outcome != idem.Held || !errors.Is(err, idem.ErrHeld) || runs != 1 {
+		t.Fatalf("reconcile panicked: %+v, %v, runs %d; want Held, nothing run", res, err, runs)
+	}
+}
+
+func TestUnknownPolicyOption(t *testing.T) {
+	if _, err := idem.New(idemtest.NewMemoryStore(), "ns", idem.WithUnknownOutcome(idem.UnknownPolicy(7))); !errors.Is(err, idem.ErrInvalid) {
+		t.Fatalf("policy 7: %v; want ErrInvalid", err)
+	}
+	if idem.Hold.String() != "hold" || idem.Retry.String() != "retry" {
+		t.Fatal("policy names")
+	}
+}
