@@ -121,7 +121,7 @@ func TestIdemctl(t *testing.T) {
 
 	// stats, then redrive --dry-run: sorted, nothing changed.
 	w.show(ctx, t, "stats")
-	w.checkStats(ctx, t, map[string]int{"completed": 2, "in-progress": 1, "unconfirmed": 3, "failed": 2, "expired": 1, "total": 9}, 13)
+	w.checkStats(ctx, t, map[string]int{"completed": 2, "in-progress": 1, "unconfirmed": 3, "failed": 2, "unknown": 0, "held": 0, "expired": 1, "total": 9}, 13)
 	w.show(ctx, t, "redrive", "--dry-run")
 	dry := w.redrive(ctx, t, "--dry-run")
 	w.checkSort(t, dry, map[string]string{
@@ -289,7 +289,7 @@ func (w *cliWorld) applied(key string) idem.Func {
 	}
 }
 
-func failing(context.Context) ([]byte, error) { return nil, errDownstream }
+func failing(context.Context) ([]byte, error) { return nil, idem.Definite(errDownstream) }
 
 func (w *cliWorld) effectCounts() map[string]int {
 	w.mu.Lock()
