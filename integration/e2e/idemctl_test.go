@@ -73,7 +73,9 @@ func TestIdemctlDeployed(t *testing.T) {
 		}
 	}
 	for range d.maxReceiveCount {
-		g.Do(ctx, poison.Key, poison.Body, func(context.Context) ([]byte, error) { return nil, idem.Definite(errors.New("downstream refused (test)")) })
+		g.Do(ctx, poison.Key, poison.Body, func(context.Context) ([]byte, error) {
+			return nil, idem.Definite(errors.New("downstream refused (test)"))
+		})
 	}
 	waitFor(ctx, t, "the short leases to end", func() bool {
 		for _, m := range []system.Message{released, confirmed} {
