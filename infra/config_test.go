@@ -101,7 +101,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default", func(*Config) {}, ""},
 		{"consumer rule", func(c *Config) { c.BatchSize = 11 }, "BatchSize must be in 1..10"},
-		{"hold", func(c *Config) { c.UnknownOutcome = consumer.UnknownHold }, ""},
+		{"hold", func(c *Config) { c.Mode, c.UnknownOutcome = consumer.ModeLease, consumer.UnknownHold }, ""},
 		{"hold, transactional", func(c *Config) {
 			c.Mode, c.UnknownOutcome, c.Effect = consumer.ModeTransactional, consumer.UnknownHold, nil
 		}, `UnknownOutcome "hold" has no effect in transactional mode`},

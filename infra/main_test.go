@@ -37,7 +37,7 @@ func TestConfigure(t *testing.T) {
 			}
 			wantSuite(t, cfg)
 		}, ""},
-		{"hold", map[string]string{"profile": "test", "unknownOutcome": consumer.UnknownHold}, func(t *testing.T, cfg Config, _ string) {
+		{"hold", map[string]string{"profile": "test", "mode": consumer.ModeLease, "unknownOutcome": consumer.UnknownHold}, func(t *testing.T, cfg Config, _ string) {
 			if cfg.UnknownOutcome != consumer.UnknownHold {
 				t.Errorf("unknown outcome %q, want hold", cfg.UnknownOutcome)
 			}

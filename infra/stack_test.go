@@ -30,8 +30,11 @@ func profiles() map[string]Config {
 	custom.MaxConcurrency = 2
 	custom.BatchSize = 4
 	custom.Mode = consumer.ModeTransactional
-	hold := deployed(DefaultConfig())
-	hold.UnknownOutcome = consumer.UnknownHold
+	// The policy of lease mode (transactional mode refuses it), whatever
+	// the app's mode (a fork's may be transactional).
+	hold := DefaultConfig()
+	hold.Mode, hold.UnknownOutcome = consumer.ModeLease, consumer.UnknownHold
+	hold = deployed(hold)
 	return map[string]Config{
 		"default": deployed(DefaultConfig()), "test": TestConfig(), "hardened": deployed(HardenedConfig()), "custom45s": custom, "hold": hold,
 	}

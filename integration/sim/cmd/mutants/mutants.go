@@ -80,7 +80,7 @@ var mutants = []mutant{
 	{
 		name: "redisstore: an own release sent again after a takeover reported lease lost",
 		file: "pkg/idem/redisstore/scripts.go",
-		old:  "\tif f[2] == ARGV[1] then\n\t\treturn 1\n\tend\n",
+		old:  "\tif f[2] == ARGV[1] or (f[3] == ARGV[1] and (f[4] == 'FAILED' or f[4] == 'UNKNOWN')) then\n\t\treturn 1\n\tend\n",
 		new_: "",
 	},
 	{
