@@ -20,8 +20,8 @@ var mutants = []mutant{
 	{
 		name: "dynamostore: release without the lease token in its condition",
 		file: "pkg/idem/dynamostore/shapes.go",
-		old:  "upd = setOrRemove(upd, n.LastError, slotLastError, shape.reason)\n\treturn expression.NewBuilder().WithCondition(s.fencing())",
-		new_: "upd = setOrRemove(upd, n.LastError, slotLastError, shape.reason)\n\treturn expression.NewBuilder().WithCondition(name(s.names.PartitionKey).AttributeExists())",
+		old:  "upd = upd.Remove(name(n.TTL))\n\t}\n\treturn expression.NewBuilder().WithCondition(s.fencing())",
+		new_: "upd = upd.Remove(name(n.TTL))\n\t}\n\treturn expression.NewBuilder().WithCondition(name(s.names.PartitionKey).AttributeExists())",
 	},
 	{
 		name: "dynamostore: a lease compared with <= instead of <",
