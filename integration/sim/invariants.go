@@ -63,7 +63,7 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 		(before.Status != idem.StatusCompleted || before.Lease != token || !existed) {
 		o.landedReceipt(skey, token, after)
 	}
-	if exists && existed && after.Status == idem.StatusFailed && after.Lease == token && before.Status == idem.StatusInProgress {
+	if exists && existed && (after.Status == idem.StatusFailed || after.Status == idem.StatusUnknown) && after.Lease == token && before.Status == idem.StatusInProgress {
 		if at := o.attempts[token]; at != nil && at.releasedAt.IsZero() {
 			at.releasedAt, at.releasedSeq = time.Now(), o.seq
 		}
