@@ -20,6 +20,9 @@
 //	                 must be given in the modes it may be set in, or the app refuses
 //	                 to synthesize; the test and localstack profiles set the suite's
 //	                 value (contract.Setting.Suite), if it has one
+//	exampleSettings  true: a Required setting not given takes its Example value, to
+//	                 synthesize a production profile for its checks (make cfn-checks);
+//	                 never for a deployment
 //	alarmTopicArn    existing SNS topic every alarm notifies (default: none)
 //	consumerCode     asset dir, default build/consumer (localstack: build/local/consumer)
 //	producerCode     asset dir, default build/producer (localstack: build/local/producer)
@@ -110,6 +113,15 @@ func configure(ctx func(string) string) (Config, string, error) {
 	for _, s := range contract.EffectSettings {
 		if v := ctx(s.Context); v != "" {
 			cfg.Effect[s.Env] = v
+		}
+	}
+	if ctx("exampleSettings") == "true" {
+		// Only to synthesize a production profile for its checks (make
+		// cfn-checks): never deployed with these values.
+		for _, s := range contract.EffectSettings {
+			if s.Required && allowed(s, cfg.Mode) && cfg.Effect[s.Env] == "" {
+				cfg.Effect[s.Env] = s.Example
+			}
 		}
 	}
 	cfg.AlarmTopicARN = ctx("alarmTopicArn")

@@ -118,6 +118,19 @@ func TestConfigureRequiredSettings(t *testing.T) {
 		}
 	}
 
+	// exampleSettings: the checks' synth takes each Example.
+	for _, name := range []string{"default", "hardened"} {
+		cfg, _, err := configure(func(k string) string { return map[string]string{"profile": name, "exampleSettings": "true"}[k] })
+		if err != nil {
+			t.Errorf("profile %s with exampleSettings: %v", name, err)
+		}
+		for _, s := range requiredIn(contract.EffectSettings, Mode) {
+			if cfg.Effect[s.Env] != s.Example {
+				t.Errorf("profile %s with exampleSettings: %s = %q, want the example %q", name, s.Env, cfg.Effect[s.Env], s.Example)
+			}
+		}
+	}
+
 	context := map[string]string{"profile": "test"}
 	want := map[string]string{}
 	for _, s := range contract.EffectSettings {

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -176,6 +177,56 @@ func BenchmarkNewMessage(b *testing.B) {
 		res, err := g.Do(ctx, newKey(), payload, effect)
 		expect(b, res, err, idem.Executed)
 	})
+}
+
+// BenchmarkNewMessageWithReconcile: BenchmarkNewMessage with a Reconcile:
+// a new key costs the same requests (Acquire + Complete) and never asks
+// the remote system (reconciles/op, which must be 0).
+func BenchmarkNewMessageWithReconcile(b *testing.B) {
+	env := setupBench(b)
+	g := benchGuard(b, env)
+	ctx := context.Background()
+	var asked atomic.Int64
+	reconcile := idem.Reconcile(func(context.Context) (bool, []byte, error) {
+		asked.Add(1)
+		return false, nil, nil
+	})
+	measure(b, env, func(int) {
+		res, err := g.Do(ctx, newKey(), payload, effect, reconcile)
+		expect(b, res, err, idem.Executed)
+	})
+	b.ReportMetric(float64(asked.Load())/float64(b.N), "reconciles/op")
+	if asked.Load() != 0 {
+		b.Fatalf("a new key asked the remote system %d times", asked.Load())
+	}
+}
+
+// BenchmarkReconciled: the attempt after an unknown outcome (the effect
+// erred and may have taken place: released UNKNOWN). It takes the record
+// over, asks the remote system once (applied), and writes the receipt:
+// Acquire + Complete, and one reconcile, instead of a second effect.
+func BenchmarkReconciled(b *testing.B) {
+	env := setupBench(b)
+	g := benchGuard(b, env)
+	ctx := context.Background()
+	var asked atomic.Int64
+	reconcile := idem.Reconcile(func(context.Context) (bool, []byte, error) {
+		asked.Add(1)
+		return true, []byte("gift-card-1"), nil
+	})
+	lost := func(context.Context) ([]byte, error) { return nil, errors.New("the reply was lost") }
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = newKey()
+		if res, _ := g.Do(ctx, keys[i], payload, lost, reconcile); res.Outcome != idem.Failed {
+			b.Fatalf("outcome %v, want Failed", res.Outcome)
+		}
+	}
+	measure(b, env, func(i int) {
+		res, err := g.Do(ctx, keys[i], payload, effect, reconcile)
+		expect(b, res, err, idem.Reconciled)
+	})
+	b.ReportMetric(float64(asked.Load())/float64(b.N), "reconciles/op")
 }
 
 // BenchmarkDuplicate: lease mode, a key already completed. One conditional

@@ -79,7 +79,7 @@ func scenarioCrashBeforeEffect(t *testing.T) {
 // scenarioCrashAfterEffect: the instance dies after the effect and before the
 // receipt. Lease mode: once the lease expires, the attempt that takes the
 // key over finds an unknown outcome and asks the effect's Reconcile (the
-// template's reads its ledger): the effect took place, so the receipt is
+// template's asks the partner): the effect took place, so the receipt is
 // written and nothing runs again (outcome reconciled) — exactly once, the
 // window closed. Transactional mode: exactly once, one transaction.
 func scenarioCrashAfterEffect(t *testing.T) {

@@ -18,27 +18,27 @@ const KeyField = "orderId"
 // The effect's own variables.
 const (
 	EnvLedgerTable = "LEDGER_TABLE" // the gift-card ledger; required
-	EnvEffectURL   = "EFFECT_URL"   // optional: also POST each issuance here, lease mode only
+	EnvEffectURL   = "EFFECT_URL"   // the partner that issues the cards; required in lease mode
 )
 
 // EffectTables are the effect's tables. Keep the declaration, empty if the
 // effect writes none.
 var EffectTables = []Table{
-	// One item per order; ADD issued 1, directly (lease mode) or inside
-	// the receipt's transaction (transactional mode). Lease mode's
-	// Reconcile reads the item (GetItem) to tell whether an unknown
-	// outcome had issued the card.
-	{Env: EnvLedgerTable, PartitionKey: KeyField, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}},
+	// One item per order; ADD issued 1 inside the receipt's transaction
+	// (transactional mode; lease mode calls the partner instead).
+	{Env: EnvLedgerTable, PartitionKey: KeyField, Actions: []string{"dynamodb:UpdateItem"}},
 }
 
 // EffectSettings are the effect's plain variables. Keep the declaration,
 // empty if the effect has none.
 var EffectSettings = []Setting{
-	// Transactional mode commits DynamoDB writes only: the effect would
-	// never call the URL, and refuses it. A fork whose effect cannot work
-	// without its remote system marks its URL Required.
+	// Lease mode's effect is a call to the partner: without its URL the
+	// consumer would issue nothing, so the app refuses to synthesize
+	// without one (cdk deploy -c effectUrl=...); the test profiles point it
+	// at the suite's partner. Transactional mode commits DynamoDB writes
+	// only: the effect would never call the URL, and refuses it.
 	{
 		Env: EnvEffectURL, Context: "effectUrl", Valid: consumer.IsHTTPURL, Modes: []string{consumer.ModeLease},
-		Example: "https://partner.example/cards",
+		Required: true, Example: "https://partner.example/cards", Suite: SuitePartner + "/effects",
 	},
 }

@@ -31,3 +31,11 @@ type Setting struct {
 	// profiles leave it unset.
 	Suite string
 }
+
+// SuitePartner is where the proof's stand-in for a remote system (the
+// partner: it records each call by its Idempotency-Key and answers whether
+// a key's effect took place) listens while the deployed-stack test runs. A
+// Setting's Suite value that begins with it points the test profiles'
+// consumer at that stand-in; the suite's own runs (emulators, LocalStack,
+// chaos, the demo) start one on a free port and point the value there.
+const SuitePartner = "http://127.0.0.1:47931"

@@ -24,11 +24,27 @@
 // granted by the caller:
 //
 //	charges := exactlyonce.NewConsumer(stack, "Charges", &exactlyonce.ConsumerProps{
-//		Code:        awslambda.Code_FromAsset(jsii.String("build/charges"), nil),
-//		Config:      exactlyonce.Config{Key: "paymentId"},
+//		Code: awslambda.Code_FromAsset(jsii.String("build/charges"), nil),
+//		Config: exactlyonce.Config{
+//			Mode:      consumer.ModeTransactional, // the effect is a Tx
+//			Key:       "paymentId",                // IDEM_KEY, and the output ChargesIdempotencyKey
+//			Namespace: "charges",
+//		},
 //		Environment: map[string]*string{"PAYMENTS_TABLE": payments.TableName()},
 //	})
 //	payments.Grant(charges.Function, jsii.String("dynamodb:UpdateItem"))
+//
+// Config.Mode must name a mode the function's effect implements, or the
+// function stops at init: consumer.ModeTransactional for an effect that is
+// DynamoDB writes (consumer.Effect.Tx), consumer.ModeLease, the default,
+// for any other (consumer.Effect.Lease). Config.Key is the business key
+// (IDEM_KEY): set it rather than a key function in the effect
+// (consumer.Effect.Key), since only Config.Key gives the stack the
+// <id>IdempotencyKey output idemctl reads. (ConsumerProps.Key, outside
+// Config, is the customer-managed KMS key, not this.) The examples Example
+// (transactional) and Example_lease run: each synthesizes its consumer and
+// checks the mode, key and output; their functions are pkg/idem/consumer's
+// setup (ExampleStart, run by Example_charges) and ExampleStart_lease.
 //
 // Outputs: the queue and DLQ URLs, the receipt table, the function, the
 // namespace and the key, named by the construct id and consumer's Output*

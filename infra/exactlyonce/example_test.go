@@ -14,8 +14,14 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-// A second CDK app adds an exactly-once consumer for its own effect: a
-// payments table the consumer's bootstrap reads from PAYMENTS_TABLE.
+// A second CDK app adds an exactly-once consumer for its own effect:
+// charging payments into a table the consumer's bootstrap reads from
+// PAYMENTS_TABLE. Its main is pkg/idem/consumer's ExampleStart: the effect
+// is DynamoDB writes (Effect.Tx), so Mode says transactional (the default,
+// lease, would stop the function at init: "the effect has no Lease
+// function"), and Key names the business key, which the runtime reads as
+// IDEM_KEY and the stack outputs as ChargesIdempotencyKey for idemctl. The
+// README's way 2 copies this from "charges :=" to the Grant.
 func Example() {
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("Shop"), nil)
@@ -25,8 +31,13 @@ func Example() {
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 	})
 	charges := exactlyonce.NewConsumer(stack, "Charges", &exactlyonce.ConsumerProps{
-		Code:        awslambda.Code_FromAsset(jsii.String("testdata/consumer"), nil),
-		Config:      exactlyonce.Config{FunctionTimeout: time.Minute, Namespace: "charges"},
+		Code: awslambda.Code_FromAsset(jsii.String("testdata/consumer"), nil), // your bootstrap's folder, e.g. build/charges
+		Config: exactlyonce.Config{
+			Mode:            consumer.ModeTransactional, // the effect is a Tx; a Lease needs consumer.ModeLease, the default
+			Key:             "paymentId",                // IDEM_KEY, and the output ChargesIdempotencyKey idemctl reads
+			Namespace:       "charges",
+			FunctionTimeout: time.Minute,
+		},
 		Environment: map[string]*string{"PAYMENTS_TABLE": payments.TableName()},
 	})
 	payments.Grant(charges.Function, jsii.String("dynamodb:UpdateItem"))
@@ -34,8 +45,47 @@ func Example() {
 	printTemplate(stack)
 	// Output:
 	// queue visibility 360 s, redrive after 5 receives
-	// consumer env PAYMENTS_TABLE, IDEM_NAMESPACE=charges
+	// consumer env PAYMENTS_TABLE, IDEM_MODE=transactional, IDEM_KEY=paymentId, IDEM_NAMESPACE=charges
+	// output ChargesIdempotencyKey=paymentId
 	// 7 alarms, 1 dashboard
+}
+
+// In lease mode (Mode empty, or consumer.ModeLease) the function's effect is
+// a Lease, any side effect: here pkg/idem/consumer's ExampleStart_lease, a
+// call to a partner's API with the key as its Idempotency-Key, and a
+// Reconcile that asks the partner. UnknownOutcome hold parks a key whose
+// outcome the partner cannot tell until an operator settles it (AlarmHeld,
+// idemctl resolve); the default, retry, runs the effect again.
+func Example_lease() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Billing"), nil)
+
+	exactlyonce.NewConsumer(stack, "Notices", &exactlyonce.ConsumerProps{
+		Code: awslambda.Code_FromAsset(jsii.String("testdata/consumer"), nil), // your bootstrap's folder
+		Config: exactlyonce.Config{
+			Mode:           consumer.ModeLease,   // the effect is a Lease (and a Reconcile)
+			UnknownOutcome: consumer.UnknownHold, // what Reconcile cannot tell waits for a person
+			Key:            "noticeId",           // IDEM_KEY, and the output NoticesIdempotencyKey
+			Namespace:      "notices",
+		},
+		Environment: map[string]*string{"PARTNER_URL": jsii.String("https://partner.example/notices")},
+	})
+
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+			consumer.EnvMode:           consumer.ModeLease,
+			consumer.EnvUnknownOutcome: consumer.UnknownHold,
+			consumer.EnvKey:            "noticeId",
+			"PARTNER_URL":              "https://partner.example/notices",
+		})},
+	})
+	tpl.HasOutput(jsii.String("Notices"+consumer.OutputKey), map[string]any{"Value": "noticeId"})
+	fmt.Println("consumer env IDEM_MODE=lease, IDEM_UNKNOWN_OUTCOME=hold, IDEM_KEY=noticeId, PARTNER_URL")
+	fmt.Println("output NoticesIdempotencyKey=noticeId")
+	// Output:
+	// consumer env IDEM_MODE=lease, IDEM_UNKNOWN_OUTCOME=hold, IDEM_KEY=noticeId, PARTNER_URL
+	// output NoticesIdempotencyKey=noticeId
 }
 
 // printTemplate checks the example's template with CDK's assertions (which
@@ -50,6 +100,8 @@ func printTemplate(stack awscdk.Stack) {
 		"Timeout": 60,
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
 			"PAYMENTS_TABLE":      map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Payments"))},
+			consumer.EnvMode:      consumer.ModeTransactional,
+			consumer.EnvKey:       "paymentId",
 			consumer.EnvNamespace: "charges",
 		})},
 	})
@@ -60,8 +112,10 @@ func printTemplate(stack awscdk.Stack) {
 			"Resource": []any{map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^Payments")), "Arn"}}},
 		}})},
 	})
+	tpl.HasOutput(jsii.String("Charges"+consumer.OutputKey), map[string]any{"Value": "paymentId"})
 	fmt.Println("queue visibility 360 s, redrive after 5 receives")
-	fmt.Println("consumer env PAYMENTS_TABLE, IDEM_NAMESPACE=charges")
+	fmt.Println("consumer env PAYMENTS_TABLE, IDEM_MODE=transactional, IDEM_KEY=paymentId, IDEM_NAMESPACE=charges")
+	fmt.Println("output ChargesIdempotencyKey=paymentId")
 	fmt.Printf("%d alarms, %d dashboard\n",
 		len(*tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)),
 		len(*tpl.FindResources(jsii.String("AWS::CloudWatch::Dashboard"), nil)))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +24,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/integration/internal/partner"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
@@ -125,8 +127,36 @@ func deployed(ctx context.Context, t *testing.T) *deployment {
 		t.Fatalf("the consumer's configuration: %v", err)
 	}
 	env := fn.Environment.Variables
+	startPartner(t, env)
 	d.probe = system.EffectProbe(d.ddb, func(k string) string { return env[k] })
 	return d
+}
+
+// The partner the deployed consumer calls: the test profiles point the
+// effect's settings at contract.SuitePartner, where this process serves
+// one partner for all its tests, counting every call.
+var (
+	partnerOnce sync.Once
+	partnerErr  error
+)
+
+// startPartner serves the suite's partner if a setting of env (the
+// deployed consumer's) names it.
+func startPartner(t *testing.T, env map[string]string) {
+	t.Helper()
+	uses := false
+	for _, v := range env {
+		uses = uses || strings.HasPrefix(v, contract.SuitePartner)
+	}
+	if !uses {
+		return
+	}
+	partnerOnce.Do(func() {
+		_, partnerErr = partner.Start(partner.IgnoreKey(), partner.At(strings.TrimPrefix(contract.SuitePartner, "http://")))
+	})
+	if partnerErr != nil {
+		t.Fatalf("the partner the deployed consumer calls (%s): %v", contract.SuitePartner, partnerErr)
+	}
 }
 
 // messages seeds what the effect needs for keys and returns the probe's

@@ -74,6 +74,17 @@ type Config struct {
 	// until the deadline, so that one process owes many receipts at once.
 	Crowd        bool
 	PReceiptHang float64
+
+	// Remote: the lease-mode effect is a call to a remote system
+	// (remote.go), which does not deduplicate; Reconcile: the handler asks
+	// it after an unknown outcome (sqsbatch.WithReconcile); Hold: the
+	// Guard's policy for an unknown outcome it could not reconcile
+	// (idem.WithUnknownOutcome: Hold, else Retry). PRemote: per call, a
+	// fault (refused, applied with its reply lost, slow past its context,
+	// a panic after it applied); PReconcileErr: per reconcile, it cannot
+	// tell (an error, a panic) or is slow past its context.
+	Remote, Reconcile, Hold bool
+	PRemote, PReconcileErr  float64
 }
 
 // Message is one message sent to the queue.
@@ -164,6 +175,7 @@ func draw(seed uint64) Config {
 	c.Requeue = c.LastWait && later.IntN(2) == 0
 	c.Delete = c.LastWait && later.IntN(2) == 0
 	drawLater(&c, later)
+	drawRemote(&c, rand.New(rand.NewPCG(seed, 0x72656d6f7465)))
 	return c
 }
 
@@ -194,6 +206,7 @@ func (c Config) String() string {
 		{c.FIFO, "FIFO"}, {c.KeyByID, "keyed by message id"}, {c.Crowd, fmt.Sprintf("crowded (receipts hang %.2f)", c.PReceiptHang)},
 		{c.PCancel > 0, fmt.Sprintf("cancel %.3f", c.PCancel)}, {c.PHookPanic > 0, fmt.Sprintf("hook panics %.2f", c.PHookPanic)},
 		{c.PTracerPanic > 0, fmt.Sprintf("tracer panics %.2f", c.PTracerPanic)}, {c.CheckReplicas, fmt.Sprintf("%d replicas", c.Replicas)},
+		{c.Remote, fmt.Sprintf("remote effect (faults %.2f), %s", c.PRemote, c.policy())},
 	} {
 		if k.on {
 			s += ", " + k.what

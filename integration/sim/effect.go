@@ -17,8 +17,12 @@ var errEffect = errors.New("sim: the effect failed")
 // effect is the lease-mode effect: a point (the scheduler may fail it,
 // make it panic, crash or freeze the process before or just after it),
 // then, if its context still holds, the effect takes place — an effect
-// honours its context.
+// honours its context. In a world of remote effects it is a call to the
+// remote system instead (remote.go).
 func (p *process) effect(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
+	if p.w.cfg.Remote {
+		return p.remoteEffect(ctx)
+	}
 	actor := p.w.actorOf(ctx)
 	v, dead := p.at(actor, kindEffect)
 	switch {

@@ -8,16 +8,17 @@ import (
 type fault int
 
 const (
-	faultNone     fault = iota
-	faultRefuse         // refused before applying: a 500, a connection refused
-	faultThrottle       // throttled, not applied
-	faultLost           // applied, the reply lost: the client sees a network error
-	faultSlow           // slow past the caller's deadline; applied later, or never
-	faultEffect         // the effect fails (returns an error)
-	faultPanic          // the effect panics
+	faultNone       fault = iota
+	faultRefuse           // refused before applying: a 500, a connection refused
+	faultThrottle         // throttled, not applied
+	faultLost             // applied, the reply lost: the client sees a network error
+	faultSlow             // slow past the caller's deadline; applied later, or never
+	faultEffect           // the effect fails (returns an error)
+	faultPanic            // the effect panics
+	faultPanicAfter       // the remote effect panics after its call applied
 )
 
-var faultNames = [...]string{"", "refused", "throttled", "reply lost", "slow", "effect error", "effect panic"}
+var faultNames = [...]string{"", "refused", "throttled", "reply lost", "slow", "effect error", "effect panic", "panic after applying"}
 
 func (f fault) String() string { return faultNames[f] }
 
@@ -29,6 +30,9 @@ type filler interface{ fillFor(d time.Duration) }
 func (w *world) decide(pt *point) verdict {
 	c := w.cfg
 	var v verdict
+	if w.calm.Load() {
+		return v // the operator's turn, after the run: nothing goes wrong
+	}
 	if p := pt.proc; p != nil && pt.kind != kindWorld {
 		switch x := w.rng.Float64(); {
 		case x < c.PCrash:
@@ -68,6 +72,18 @@ func (w *world) decide(pt *point) verdict {
 		case x < c.PEffectErr*0.8:
 			v.fault = faultEffect
 		case x < c.PEffectErr:
+			v.fault = faultPanic
+		}
+		if c.Remote && v.fault == faultNone {
+			v = w.decideRemote(v)
+		}
+	case kindReconcile:
+		switch x := w.rng.Float64(); {
+		case x < c.PReconcileErr*0.6:
+			v.fault = faultRefuse // it cannot tell: an error
+		case x < c.PReconcileErr*0.9:
+			v.fault = faultSlow // past its context
+		case x < c.PReconcileErr:
 			v.fault = faultPanic
 		}
 	}

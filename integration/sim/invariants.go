@@ -35,6 +35,8 @@ import (
 //   - a duplicate is answered only from a receipt that was written and is
 //     retained, for the same payload, and replays that receipt's result
 //     (recorded).
+//
+// Remote effects have invariants of their own (invariants_remote.go).
 
 // takeable is the condition of an acquire, on a record as the store keeps
 // it, at the taker's now (both in the store's frame). DynamoDB keeps
@@ -59,6 +61,9 @@ func (o *oracle) checkInTheWay(actor string, a idem.Acquisition, rec idem.Record
 func (o *oracle) transition(actor, token, skey string, before, after idem.Record, existed, exists bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.w.cfg.Remote {
+		o.remoteTransition(actor, token, skey, before, after, existed, exists)
+	}
 	if exists && after.Status == idem.StatusCompleted && after.Lease == token &&
 		(before.Status != idem.StatusCompleted || before.Lease != token || !existed) {
 		o.landedReceipt(skey, token, after)
@@ -102,6 +107,9 @@ func (o *oracle) landedReceipt(skey, token string, rec idem.Record) {
 	at.landedAt = time.Now()
 	if c := o.w.cfg.MaxResult; c > 0 && len(rec.Result) > c {
 		o.violatef("%s: a receipt keeps a result of %d bytes, over the Guard's cap of %d", short(skey), len(rec.Result), c)
+	}
+	if o.w.cfg.Remote && len(o.applied[at.key]) == 0 {
+		o.violatef("%s: a receipt for %s (lease %s), whose effect never took place on the remote system", at.actor, at.key, o.lease(token))
 	}
 	o.landed[skey] = append(o.landed[skey], landedReceipt{token: token, value: rec.Result, omitted: rec.ResultOmitted,
 		variant: at.variant, expiresAt: rec.ExpiresAt, at: time.Now()})
@@ -152,8 +160,12 @@ func (o *oracle) double(a, b *attempt) {
 			a.key, a.actor, o.lease(a.token), a.proc.name, b.actor, o.lease(b.token), b.proc.name, short(a.skey), short(b.skey))
 		return
 	}
-	cause := o.cause(a, b)
-	if cause == "" {
+	var cause string
+	if o.w.cfg.Remote {
+		if cause = o.remoteCause(a, b); cause == "" {
+			return // a violation, reported
+		}
+	} else if cause = o.cause(a, b); cause == "" {
 		o.violatef("double effect for %s: %s (lease %s, %s) and %s (lease %s, %s), unexplained",
 			a.key, a.actor, o.lease(a.token), a.proc.name, b.actor, o.lease(b.token), b.proc.name)
 		return
@@ -222,7 +234,7 @@ func (o *oracle) cause(a, b *attempt) string {
 	// x read e's lease as ended while, by e's clock, it was not: their
 	// clocks differ by more than the margin meant to absorb it.
 	if d := x.proc.skew - e.proc.skew; d > o.w.cfg.Margin {
-		return "clock skew past the safety margin"
+		return skewPastMargin
 	}
 	return ""
 }
@@ -298,6 +310,9 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	if r.Outcome == idem.StoreError && o.faulted[actor] == 0 {
 		o.violatef("%s: a store error, but no fault was injected: %v", actor, r.Err)
 	}
+	if r.Outcome == idem.Held {
+		o.checkHeld(actor, m)
+	}
 	if r.Outcome != idem.Duplicate {
 		return
 	}
@@ -305,7 +320,7 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	// process ran and owes the receipt of; either retained when the Guard
 	// decided, for the same payload, with the result it replays.
 	evidence := slices.Clone(o.landed[o.skeyOf[m.Key]])
-	for _, a := range o.applied[m.Key] {
+	for _, a := range append(slices.Clone(o.applied[m.Key]), o.reconciledBy[m.Key]...) {
 		if a.proc == p && !a.gaveUpAt.IsZero() {
 			evidence = append(evidence, landedReceipt{token: a.token, value: a.value, variant: a.variant,
 				expiresAt: a.expiresAt.Add(time.Second), omitted: o.dropped(a.value)})

@@ -40,6 +40,10 @@ type oracle struct {
 	// cancelled: actor's last acquire or commit failed with its context
 	// cancelled by its caller: the Guard must say so, not blame the store.
 	cancelled map[string]bool
+	// held: storage key → the lease that parked its record HELD;
+	// reconciledBy: item → attempts whose reconcile answered applied.
+	held         map[string]string
+	reconciledBy map[string][]*attempt
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -60,6 +64,12 @@ type attempt struct {
 	landedAt                time.Time
 	releasedAt              time.Time // when its release landed
 	releasedSeq             int       // the takes of records so far, then
+
+	// Remote effects (invariants_remote.go).
+	prev         idem.Status // the status of the record it took over ("" none)
+	reconciled   string      // its reconcile's answer ("" not asked)
+	reconciledAt time.Time
+	ended        string // how its remote effect ended ("" not run)
 }
 
 type landedReceipt struct {
@@ -79,6 +89,7 @@ func newOracle(w *world) *oracle {
 		skeyOf: map[string]string{}, ghosts: map[string]int{}, started: map[string]time.Time{}, taken: map[string][]*attempt{},
 		faulted: map[string]int{},
 		last:    map[string]idem.Outcome{}, cancelled: map[string]bool{},
+		held: map[string]string{}, reconciledBy: map[string][]*attempt{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -319,13 +330,13 @@ func (o *oracle) delivered(n int) {
 }
 
 // observe is every Guard's observer: an error goes with every outcome but
-// Executed and Duplicate.
+// Executed, Duplicate and Reconciled.
 func (o *oracle) observe(ctx context.Context, e idem.Event) {
 	actor := o.w.actorOf(ctx)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.started[actor] = time.Now().Add(-e.Duration)
-	if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate) {
+	if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate || e.Outcome == idem.Reconciled) {
 		o.violatef("observer: outcome %s with error %v", e.Outcome, e.Err)
 	}
 }

@@ -50,6 +50,9 @@ func (w *world) newProcess(slot, gen int) *process {
 	if c.MaxResult > 0 {
 		opts = append(opts, idem.WithMaxResultSize(c.MaxResult))
 	}
+	if c.Hold {
+		opts = append(opts, idem.WithUnknownOutcome(idem.Hold))
+	}
 	g, err := idem.New(&skewed{Store: w.store.store(), w: w, p: p}, "sim", opts...)
 	if err != nil {
 		panic(fmt.Sprintf("sim: guard: %v", err)) // a bad Config is the simulator's bug
@@ -71,6 +74,9 @@ func (w *world) newProcess(slot, gen int) *process {
 	}
 	if c.Delete {
 		hopts = append(hopts, sqsbatch.WithDelete(w.queue))
+	}
+	if c.Reconcile {
+		hopts = append(hopts, sqsbatch.WithReconcile(p.reconcile))
 	}
 	key := sqsbatch.Attribute("key")
 	if c.KeyByID {
@@ -196,5 +202,5 @@ func (p *process) clock() time.Time {
 }
 
 func (k kind) String() string {
-	return [...]string{"a request", "a clock read", "the effect", "a step"}[k]
+	return [...]string{"a request", "a clock read", "the effect", "a step", "the reconcile"}[k]
 }

@@ -31,10 +31,11 @@ type point struct {
 type kind int
 
 const (
-	kindRequest kind = iota // a request to the store's server
-	kindClock               // a Guard reading its clock
-	kindEffect              // an effect taking place
-	kindWorld               // a step of the world: poll, respond, send, TTL, a late request
+	kindRequest   kind = iota // a request to the store's server
+	kindClock                 // a Guard reading its clock
+	kindEffect                // an effect taking place
+	kindWorld                 // a step of the world: poll, respond, send, TTL, a late request
+	kindReconcile             // a reconcile asking the remote system
 )
 
 // verdict is what the scheduler decided for a point.
@@ -45,6 +46,7 @@ type verdict struct {
 	freeze time.Duration // the process stops for this long first (a zombie when it outlives its lease)
 	delay  time.Duration // a slow request: how long it takes to apply
 	never  bool          // a slow request that never applies
+	marked bool          // a remote effect marks its ambiguous error Definite all the same (the Guard must see through it)
 	cancel bool          // the context of the process's invocation is cancelled first
 }
 

@@ -123,6 +123,7 @@ func watch(running []atomic.Uint64) (stop func()) {
 // Totals sums schedules.
 type Totals struct {
 	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone, Cancelled, Panics int
+	Held, SettledDone, SettledNotDone                                                                           int
 	Doubles                                                                                                     map[string]int
 	Outcomes                                                                                                    map[string]int
 }
@@ -130,7 +131,8 @@ type Totals struct {
 func (t *Totals) add(r Result) {
 	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
 		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone,
-		Cancelled: r.Stats.Cancelled, Panics: r.Stats.Panics, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+		Cancelled: r.Stats.Cancelled, Panics: r.Stats.Panics, Held: r.Stats.Held, SettledDone: r.Stats.SettledDone,
+		SettledNotDone: r.Stats.SettledNotDone, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
 }
 
 func (t *Totals) merge(o Totals) {
@@ -145,6 +147,9 @@ func (t *Totals) merge(o Totals) {
 	t.DLQDone += o.DLQDone
 	t.Cancelled += o.Cancelled
 	t.Panics += o.Panics
+	t.Held += o.Held
+	t.SettledDone += o.SettledDone
+	t.SettledNotDone += o.SettledNotDone
 	if t.Doubles == nil {
 		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
 	}
@@ -158,8 +163,8 @@ func (t *Totals) merge(o Totals) {
 
 func (t Totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics; outcomes",
-		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics)
+	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics, %d records held (resolved after the run: %d done, %d not done); outcomes",
+		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics, t.Held, t.SettledDone, t.SettledNotDone)
 	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
 		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
 	}

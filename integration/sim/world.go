@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,15 +13,17 @@ import (
 // world is one schedule: the queue, the processes that consume it, the
 // store's server, the scheduler, and what the oracle needs to know.
 type world struct {
-	cfg   Config
-	rng   *rand.Rand // the scheduler's: used by the scheduler goroutine only
-	sched *scheduler
-	start time.Time
-	trace *trace
-	check *oracle
-	queue *queue
-	store backend
-	rec   *Recording // nil unless recorded (RunRecorded)
+	cfg    Config
+	rng    *rand.Rand // the scheduler's: used by the scheduler goroutine only
+	sched  *scheduler
+	start  time.Time
+	trace  *trace
+	check  *oracle
+	queue  *queue
+	store  backend
+	rec    *Recording  // nil unless recorded (RunRecorded)
+	remote *remote     // the remote system of the effect (Config.Remote)
+	calm   atomic.Bool // after the run, the operator's turn: no faults
 
 	mu       sync.Mutex
 	attempts map[string]*attempt // per actor: its Guard attempt in progress
@@ -76,7 +79,10 @@ type Stats struct {
 	// Cancelled: invocations whose context a worker's shutdown cancelled;
 	// Panics: panics of the record hook and the tracer.
 	Cancelled, Panics int
-	Outcomes          map[string]int
+	// Held: records parked HELD (Config.Hold); SettledDone,
+	// SettledNotDone: held keys the operator resolved after the run.
+	Held, SettledDone, SettledNotDone int
+	Outcomes                          map[string]int
 }
 
 func newWorld(cfg Config) *world {
@@ -87,6 +93,7 @@ func newWorld(cfg Config) *world {
 		start:    time.Now(),
 		attempts: map[string]*attempt{},
 		idle:     make(chan struct{}, 1),
+		remote:   newRemote(),
 	}
 	w.trace = &trace{start: w.start}
 	w.check = newOracle(w)
@@ -103,6 +110,10 @@ func (w *world) run() Result {
 		w.poll()
 		close(polled)
 		w.ghosts.Wait() // late requests land (or not) before the end
+		if w.cfg.Remote {
+			w.settle()
+			w.ghosts.Wait()
+		}
 	}()
 	for {
 		pts := w.sched.next()

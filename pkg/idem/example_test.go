@@ -9,6 +9,9 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
+// The Guard on its own: a key's effect runs once, and a duplicate gets the
+// stored result. In a Lambda, sqsbatch.New wraps a Guard into the SQS batch
+// handler. The README's way 3 copies this example's body.
 func Example() {
 	// In production: store, err := dynamostore.New(dynamodb.NewFromConfig(cfg), "idempotency")
 	store := idemtest.NewMemoryStore()

@@ -175,14 +175,17 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 	})
 	r := receipt{token: token, fingerprint: fp, attempts: rec.Attempts, leaseUntil: leaseUntil,
 		completion: Completion{ExpiresAt: acq.ExpiresAt}}
+	stillUnknown := false
 	if unknownTakeover(rec) {
-		if res, err, done := g.settleUnknown(ctx, effectCtx, skey, r, c.reconcile); done {
+		res, err, done, still := g.settleUnknown(ctx, effectCtx, skey, r, c.reconcile)
+		if done {
 			return res, err
 		}
+		stillUnknown = still
 	}
 	value, err := g.run(effectCtx, fn, func(reason error) error {
 		status := StatusUnknown
-		if IsDefinite(reason) {
+		if IsDefinite(reason) && !stillUnknown {
 			status = StatusFailed
 		}
 		return g.release(ctx, skey, token, status, g.opts.errorText(reason), leaseUntil)

@@ -205,3 +205,72 @@ func TestUnknownPolicyOption(t *testing.T) {
 		t.Fatal("policy names")
 	}
 }
+
+// TestDefiniteFailureAfterAnUnknownOutcome: an attempt that took over an
+// unknown outcome it could not reconcile, and whose own call was refused,
+// leaves the outcome unknown (UNKNOWN, not FAILED): the refusal says
+// nothing of the earlier call, which may have been applied. The next
+// attempt reconciles again instead of running the effect at once (found
+// by the simulator: applied, reply lost; cannot tell, refused, FAILED;
+// run again without reconciling: twice).
+func TestDefiniteFailureAfterAnUnknownOutcome(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	g := mustGuard(t, store)
+	ctx := context.Background()
+	runs := 0
+	effect := func(context.Context) ([]byte, error) {
+		runs++
+		if runs == 1 {
+			return nil, errTimeout // applied; the reply lost
+		}
+		return nil, idem.Definite(errors.New("409 refused: duplicate"))
+	}
+	r := reconciler{err: errors.New("lookup 503")}
+	_, _ = g.Do(ctx, "k", nil, effect, idem.Reconcile(r.fn))
+	res, err := g.Do(ctx, "k", nil, effect, idem.Reconcile(r.fn))
+	if res.Outcome != idem.Failed || err == nil || runs != 2 {
+		t.Fatalf("cannot tell, then refused: %+v, %v, runs %d; want Failed after the second run", res, err, runs)
+	}
+	if rec, _, _ := store.Get(ctx, g.StorageKey("k")); rec.Status != idem.StatusUnknown {
+		t.Fatalf("record %s; want UNKNOWN: the first call's outcome is still unknown", rec.Status)
+	}
+	r = reconciler{applied: true, result: "sms-1"}
+	res, err = g.Do(ctx, "k", nil, effect, idem.Reconcile(r.fn))
+	if err != nil || res.Outcome != idem.Reconciled || runs != 2 || r.calls != 1 {
+		t.Fatalf("next attempt: %+v, %v, runs %d, reconciles %d; want Reconciled, nothing run", res, err, runs, r.calls)
+	}
+	// A definite failure after a reconcile that answered "not applied" is
+	// a plain failure: FAILED, the next attempt runs at once.
+	_, _ = g.Do(ctx, "k2", nil, failOnce(errTimeout, new(int)), idem.Reconcile(r.fn))
+	notApplied := reconciler{}
+	refused := idem.Definite(errors.New("422"))
+	_, _ = g.Do(ctx, "k2", nil, func(context.Context) ([]byte, error) { return nil, refused }, idem.Reconcile(notApplied.fn))
+	if rec, _, _ := store.Get(ctx, g.StorageKey("k2")); rec.Status != idem.StatusFailed {
+		t.Fatalf("refused after a reconcile said not applied: %s; want FAILED", rec.Status)
+	}
+}
+
+// leaseLostOnHold is a store whose hold meets a takeover.
+type leaseLostOnHold struct{ idem.Store }
+
+func (s leaseLostOnHold) Release(ctx context.Context, key, lease string, r idem.Released) error {
+	if r.Status == idem.StatusHeld {
+		return fmt.Errorf("memory: release %s: %w", key, idem.ErrLeaseLost)
+	}
+	return s.Store.Release(ctx, key, lease, r)
+}
+
+// TestHoldAfterATakeover: an attempt that outlived its lease and finds
+// the record taken over when it parks it reports LeaseLost, not a store
+// failure (found by the simulator).
+func TestHoldAfterATakeover(t *testing.T) {
+	store := leaseLostOnHold{idemtest.NewMemoryStore()}
+	g := mustGuard(t, store, idem.WithUnknownOutcome(idem.Hold))
+	ctx := context.Background()
+	runs := 0
+	_, _ = g.Do(ctx, "k", nil, failOnce(errTimeout, &runs))
+	res, err := g.Do(ctx, "k", nil, failOnce(errTimeout, &runs))
+	if res.Outcome != idem.LeaseLost || !errors.Is(err, idem.ErrLeaseLost) || errors.Is(err, idem.ErrStore) || runs != 1 {
+		t.Fatalf("hold after a takeover: %+v, %v, runs %d; want LeaseLost (not ErrStore), nothing run", res, err, runs)
+	}
+}

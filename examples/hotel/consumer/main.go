@@ -14,5 +14,6 @@ func main() { consumer.Start(setup) }
 
 func setup(_ context.Context, rt *consumer.Runtime) (consumer.Effect, error) {
 	reservations := hotel.Reservations{Table: rt.Env.Required(hotel.EnvReservationsTable)}
-	return consumer.Effect{Key: consumer.KeyField(hotel.KeyField), Tx: reservations.Confirm}, nil
+	// The key is the stack's (exactlyonce.Config.Key: IDEM_KEY, bookingId).
+	return consumer.Effect{Tx: reservations.Confirm}, nil
 }

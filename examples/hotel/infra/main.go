@@ -45,7 +45,12 @@ func run() error {
 	stackName, code := "Hotel", "build/consumer"
 	// An example: destroying the stack deletes its data too. A real
 	// service keeps the default, RemovalPolicy_RETAIN.
-	cfg := exactlyonce.Config{Mode: consumer.ModeTransactional, Namespace: hotel.Namespace, RemovalPolicy: awscdk.RemovalPolicy_DESTROY}
+	// Key: the business key, passed to the function (IDEM_KEY) and output
+	// (BookingsIdempotencyKey) for idemctl.
+	cfg := exactlyonce.Config{
+		Mode: consumer.ModeTransactional, Namespace: hotel.Namespace, Key: hotel.KeyField,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	}
 	switch p := ctx("profile", "default"); p {
 	case "default":
 	case "localstack": // LocalStack runs the bootstrap on this machine, slower than AWS

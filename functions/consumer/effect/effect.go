@@ -3,13 +3,17 @@
 // their tests) and nothing else of the consumer: configuration, the guard,
 // batching, logs and metrics are the runtime's (pkg/idem/consumer).
 //
-// The ledger update is deliberately not idempotent: it adds 1 to "issued",
-// so any double effect shows as issued > 1 on the order's ledger item. The
-// probe (probe.go) reads it to prove the exactly-once claims. In lease mode
-// an attempt that takes over an unknown outcome (a ledger write that timed
-// out although it may have been applied, a crash) reads the order's
-// ledger item first (Reconcile): issued, it is done, and nothing runs
-// again.
+// In lease mode the card is issued by a partner, a remote system called
+// over HTTP (EFFECT_URL) with the order's key as its Idempotency-Key: the
+// effect this project exists for. When a call's outcome is unknown (the
+// reply was lost, the call timed out, the Lambda died after it), the
+// attempt that takes the record over asks the partner first (Reconcile:
+// GET EFFECT_URL/<key>) and issues nothing again if the card exists. In
+// transactional mode the card is a ledger item (LEDGER_TABLE) committed
+// with the receipt; its update is deliberately not idempotent (ADD issued
+// 1), so a double effect would show as issued > 1. The probe (probe.go)
+// counts the partner's calls or the ledger to prove the exactly-once
+// claims.
 package effect
 
 import (
@@ -22,14 +26,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
@@ -41,21 +46,19 @@ import (
 func Setup(_ context.Context, rt *consumer.Runtime) (consumer.Effect, error) {
 	table := rt.Env.Required(contract.EnvLedgerTable)
 	url := rt.Env.HTTPURL(contract.EnvEffectURL)
-	if url != "" && rt.Config.Mode == consumer.ModeTransactional {
+	switch {
+	case url != "" && rt.Config.Mode == consumer.ModeTransactional:
 		rt.Env.Fail(contract.EnvEffectURL, "set, but %s=%s only commits DynamoDB writes and would never call it",
 			consumer.EnvMode, consumer.ModeTransactional)
+	case url == "" && rt.Config.Mode == consumer.ModeLease:
+		rt.Env.Fail(contract.EnvEffectURL, "not set: %s=%s issues each card by calling the partner there",
+			consumer.EnvMode, consumer.ModeLease)
 	}
-	g := NewGiftCards(rt.DynamoDB, table, url, &http.Client{})
+	// No client timeout: the call is bounded by the attempt's context
+	// (the lease), and a deadline is an unknown outcome, never definite.
+	g := NewGiftCards(table, url, &http.Client{})
 	return consumer.Effect{Lease: g.Issue, Reconcile: g.Reconcile, Tx: g.IssueTx}, nil
 }
-
-// Ledger is the part of the DynamoDB client the effect uses.
-type Ledger interface {
-	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
-var _ Ledger = (*dynamodb.Client)(nil)
 
 // ErrBadOrder: the message body is not a valid order. Retrying cannot fix
 // it; the record fails and ends in the dead-letter queue with this reason.
@@ -95,94 +98,72 @@ func giftCardFor(key string) GiftCard {
 
 // GiftCards issues gift cards.
 type GiftCards struct {
-	ledger Ledger
-	table  string
-	client *http.Client
-	url    string // optional: POST each issuance here too
+	table  string       // the ledger (transactional mode)
+	url    string       // the partner (lease mode)
+	client *http.Client // calls the partner
 	now    func() time.Time
 }
 
-// NewGiftCards returns the effect: it records each issuance in the ledger
-// table and, if url is not empty, POSTs it there with client first.
-func NewGiftCards(ledger Ledger, table, url string, client *http.Client) *GiftCards {
-	return &GiftCards{ledger: ledger, table: table, client: client, url: url, now: time.Now}
+// NewGiftCards returns the effect: in lease mode it has the partner at url
+// issue each card, with client; in transactional mode it adds each card to
+// the ledger table.
+func NewGiftCards(table, url string, client *http.Client) *GiftCards {
+	return &GiftCards{table: table, url: url, client: client, now: time.Now}
 }
 
-// Issue is the lease-mode effect: notify the remote system (when
-// configured), then record the issuance in the ledger.
+// Issue is the lease-mode effect: the partner issues the card. Its answer
+// decides what the Guard does next: 2xx, issued; a refusal (4xx), nothing
+// took place (Definite: the next delivery tries again at once); anything
+// else (a 5xx, a timeout, a lost reply), the card may or may not exist:
+// the next attempt reconciles.
 func (g *GiftCards) Issue(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
 	order, err := parseOrder(msg.Body)
 	if err != nil {
 		return nil, idem.Definite(idem.Classify(err, "bad-order"))
 	}
 	card := giftCardFor(key)
-	// The remote call goes first and the ledger write last: if the remote
-	// call fails, nothing was counted and the retry is clean; if the ledger
-	// write fails, the retry repeats a remote call that the Idempotency-Key
-	// lets the remote system deduplicate.
-	if g.url != "" {
-		if err := g.post(ctx, key, order, card); err != nil {
-			return nil, err
-		}
-	}
-	in, err := g.ledgerUpdate(ctx, key, order, card)
-	if err != nil {
+	if err := g.post(ctx, key, order, card); err != nil {
 		return nil, err
-	}
-	if _, err := g.ledger.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 in.TableName,
-		Key:                       in.Key,
-		UpdateExpression:          in.UpdateExpression,
-		ExpressionAttributeNames:  in.ExpressionAttributeNames,
-		ExpressionAttributeValues: in.ExpressionAttributeValues,
-	}); err != nil {
-		// Not definite: a write that timed out may have been applied.
-		return nil, idem.Classify(fmt.Errorf("effect: ledger update: %w", err), "ledger-update")
 	}
 	return json.Marshal(card)
 }
 
 // Reconcile is asked, in lease mode, whether the card for key was issued
 // before an attempt that takes over an unknown outcome runs Issue again:
-// the ledger write is the effect's last step, so an order whose ledger
-// item counts an issuance had its card issued (and its remote call made).
-// It reads the item with a consistent read.
+// GET <url>/<key>, which the partner answers 200 for a key it issued and
+// 404 for one it never did. Anything else: it cannot tell (the Guard's
+// policy decides: retry or hold).
 func (g *GiftCards) Reconcile(ctx context.Context, key string, _ events.SQSMessage) (bool, []byte, error) {
-	item, err := attributevalue.MarshalMap(map[string]string{contract.KeyField: key})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(g.url, "/")+"/"+url.PathEscape(key), nil)
 	if err != nil {
-		return false, nil, fmt.Errorf("effect: ledger key: %w", err)
+		return false, nil, fmt.Errorf("effect: lookup: %w", err)
 	}
-	out, err := g.ledger.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(g.table), Key: item, ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("issued"),
-	})
+	resp, err := g.client.Do(req)
 	if err != nil {
-		return false, nil, idem.Classify(fmt.Errorf("effect: ledger read: %w", err), "ledger-read")
+		return false, nil, idem.Classify(fmt.Errorf("effect: lookup: %w", err), "remote-unreachable")
 	}
-	var row struct {
-		Issued int `dynamodbav:"issued"`
-	}
-	if err := attributevalue.UnmarshalMap(out.Item, &row); err != nil {
-		return false, nil, fmt.Errorf("effect: ledger item: %w", err)
-	}
-	if row.Issued == 0 {
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		result, err := json.Marshal(giftCardFor(key))
+		return true, result, err
+	case http.StatusNotFound:
 		return false, nil, nil
 	}
-	result, err := json.Marshal(giftCardFor(key))
-	return true, result, err
+	return false, nil, idem.Classify(fmt.Errorf("effect: lookup: %s", resp.Status), "remote-lookup-"+strconv.Itoa(resp.StatusCode))
 }
 
-// IssueTx is the transactional-mode effect: the same ledger update,
-// returned for the Guard to commit with the receipt. It makes no call of
-// its own (it runs for duplicates too): Setup refuses EFFECT_URL in that
-// mode.
+// IssueTx is the transactional-mode effect: the ledger update, returned
+// for the Guard to commit with the receipt. It makes no call of its own
+// (it runs for duplicates too): Setup refuses EFFECT_URL in that mode.
 func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error) {
 	order, err := parseOrder(msg.Body)
 	if err != nil {
 		return idem.TxEffect{}, err
 	}
 	card := giftCardFor(key)
-	update, err := g.ledgerUpdate(ctx, key, order, card)
+	update, err := g.ledgerUpdate(key, order, card)
 	if err != nil {
 		return idem.TxEffect{}, err
 	}
@@ -195,15 +176,12 @@ func (g *GiftCards) IssueTx(ctx context.Context, key string, msg events.SQSMessa
 
 // ledgerUpdate is the ledger write: ADD issued 1 (not idempotent on
 // purpose) and the card's details.
-func (g *GiftCards) ledgerUpdate(ctx context.Context, key string, o Order, card GiftCard) (*types.Update, error) {
+func (g *GiftCards) ledgerUpdate(key string, o Order, card GiftCard) (*types.Update, error) {
 	upd := expression.Add(expression.Name("issued"), expression.Value(1)).
 		Set(expression.Name("giftCardId"), expression.Value(card.ID)).
 		Set(expression.Name("customer"), expression.Value(o.Customer)).
 		Set(expression.Name("amountCents"), expression.Value(o.AmountCents)).
 		Set(expression.Name("updatedAt"), expression.Value(g.now().UnixMilli()))
-	if l, ok := idem.LeaseFromContext(ctx); ok {
-		upd = upd.Set(expression.Name("lastAttempt"), expression.Value(l.Attempt))
-	}
 	expr, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
 		return nil, fmt.Errorf("effect: ledger expression: %w", err)
@@ -221,10 +199,10 @@ func (g *GiftCards) ledgerUpdate(ctx context.Context, key string, o Order, card 
 	}, nil
 }
 
-// post tells the remote system. The Idempotency-Key lets it deduplicate a
-// retry; the Fencing-Token (the attempt number, increasing with every
-// takeover) lets it reject a late request of an attempt whose lease was
-// taken over.
+// post has the partner issue the card. The Idempotency-Key lets it
+// deduplicate a retry and answer the lookup of Reconcile; the
+// Fencing-Token (the attempt number, increasing with every takeover) lets
+// it reject a late request of an attempt whose lease was taken over.
 func (g *GiftCards) post(ctx context.Context, key string, o Order, card GiftCard) error {
 	body, err := json.Marshal(struct {
 		Order
@@ -237,6 +215,10 @@ func (g *GiftCards) post(ctx context.Context, key string, o Order, card GiftCard
 	if err != nil {
 		return idem.Definite(fmt.Errorf("effect: request: %w", err))
 	}
+	// Never sent again by the client itself: Go's transport replays a
+	// request with an Idempotency-Key on a reused connection that broke,
+	// which is exactly a lost reply; the next attempt reconciles instead.
+	req.GetBody = nil
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	if l, ok := idem.LeaseFromContext(ctx); ok {

@@ -2,10 +2,12 @@ package effect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -23,66 +25,83 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/idemtest"
 )
 
-// fakeLedger applies ADD issued :one per UpdateItem, as DynamoDB would,
-// and reads it back with GetItem.
-type fakeLedger struct {
+// fakePartner issues cards as the template's partner would, without
+// deduplicating (every POST that gets through counts, so a double effect
+// shows), and answers GET /cards/<key>.
+type fakePartner struct {
+	*httptest.Server
 	mu      sync.Mutex
 	issued  map[string]int
-	fail    error // every request fails
-	applied bool  // with fail: UpdateItem applies, then fails (a timeout after the write)
-	reads   int
+	posts   []string // "key attempt N", in order
+	lookups int
+	answer  int  // with status != 0: every POST answers it without issuing
+	lose    bool // every POST issues, then the reply is lost
+	down    bool // every request answers 503
 }
 
-func (l *fakeLedger) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fail != nil && !l.applied {
-		return nil, l.fail
-	}
-	if l.issued == nil {
-		l.issued = map[string]int{}
-	}
-	l.issued[keyOf(in.Key)]++
-	return &dynamodb.UpdateItemOutput{}, l.fail
+func newPartner(t *testing.T) *fakePartner {
+	p := &fakePartner{issued: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cards", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		key := r.Header.Get("Idempotency-Key")
+		p.posts = append(p.posts, key+" attempt "+r.Header.Get("Fencing-Token"))
+		answer, lose, down := p.answer, p.lose, p.down
+		if answer == 0 && !down {
+			p.issued[key]++
+		}
+		p.mu.Unlock()
+		switch {
+		case down:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case answer != 0:
+			w.WriteHeader(answer)
+		case lose:
+			panic(http.ErrAbortHandler) // the connection closes unanswered
+		}
+	})
+	mux.HandleFunc("GET /cards/{key}", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.lookups++
+		switch {
+		case p.down:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case p.issued[r.PathValue("key")] == 0:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+	mux.HandleFunc("GET /cards", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(p.issued)
+	})
+	p.Server = httptest.NewServer(mux)
+	t.Cleanup(p.Close)
+	return p
 }
 
-func (l *fakeLedger) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.reads++
-	if l.fail != nil {
-		return nil, l.fail
-	}
-	n := l.issued[keyOf(in.Key)]
-	if n == 0 {
-		return &dynamodb.GetItemOutput{}, nil
-	}
-	return &dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{"issued": &types.AttributeValueMemberN{Value: fmt.Sprint(n)}}}, nil
+func (p *fakePartner) set(f func(p *fakePartner)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
 }
 
-func (l *fakeLedger) count(key string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.issued[key]
-}
-
-func keyOf(item map[string]types.AttributeValue) string {
-	s, _ := item[contract.KeyField].(*types.AttributeValueMemberS)
-	if s == nil {
-		return ""
-	}
-	return s.Value
+func (p *fakePartner) count(key string) (issued, lookups int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.issued[key], p.lookups
 }
 
 // run builds the runtime's handler around the gift cards, as Start does,
 // on a memory store.
 type run struct {
-	h      *consumer.Handler
-	store  *idemtest.MemoryStore
-	ledger *fakeLedger
+	h       *consumer.Handler
+	store   *idemtest.MemoryStore
+	partner *fakePartner // lease mode
 }
 
-func newRun(t *testing.T, mode, url string) *run {
+func newRun(t *testing.T, mode string) *run {
 	t.Helper()
 	cfg, err := consumer.Load(func(k string) string {
 		return map[string]string{consumer.EnvTable: "receipts", consumer.EnvKey: contract.KeyField, consumer.EnvMode: mode}[k]
@@ -90,8 +109,13 @@ func newRun(t *testing.T, mode, url string) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{store: idemtest.NewMemoryStore(), ledger: &fakeLedger{}}
-	g := NewGiftCards(r.ledger, "ledger", url, http.DefaultClient)
+	r := &run{store: idemtest.NewMemoryStore()}
+	url := ""
+	if mode == consumer.ModeLease {
+		r.partner = newPartner(t)
+		url = r.partner.URL + "/cards"
+	}
+	g := NewGiftCards("ledger", url, http.DefaultClient)
 	r.h, err = consumer.New(cfg, r.store, consumer.Effect{Lease: g.Issue, Reconcile: g.Reconcile, Tx: g.IssueTx},
 		consumer.WithMetrics(io.Discard), consumer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -127,22 +151,27 @@ func message(t *testing.T, id, key string, variant int) events.SQSMessage {
 }
 
 // TestProbeMessagesApplyOnce: the probe's messages are valid orders, its
-// variant 0 is always the same message, another variant a payload mismatch.
+// variant 0 is always the same message, another variant a payload
+// mismatch; the probe counts what the partner issued.
 func TestProbeMessagesApplyOnce(t *testing.T) {
-	r := newRun(t, consumer.ModeLease, "")
+	r := newRun(t, consumer.ModeLease)
 	if failed := r.deliver(t, message(t, "m1", "o-1", 0), message(t, "m2", "o-1", 0)); len(failed) != 0 {
 		t.Fatalf("failed %v", failed)
 	}
 	if failed := r.deliver(t, message(t, "m3", "o-1", 1)); !slices.Equal(failed, []string{"m3"}) {
 		t.Fatalf("variant 1: failed %v, want a mismatch", failed)
 	}
-	if n := r.ledger.count("o-1"); n != 1 {
-		t.Errorf("issued %d, want 1", n)
+	probe := NewProbe(nil, func(k string) string {
+		return map[string]string{consumer.EnvMode: consumer.ModeLease, contract.EnvEffectURL: r.partner.URL + "/cards"}[k]
+	})
+	applied, err := probe.Applied(t.Context(), []string{"o-1", "o-2"})
+	if err != nil || !maps.Equal(applied, map[string]int{"o-1": 1}) {
+		t.Errorf("probe: %v, %v; want o-1 issued once", applied, err)
 	}
 }
 
 func TestTransactional(t *testing.T) {
-	r := newRun(t, consumer.ModeTransactional, "")
+	r := newRun(t, consumer.ModeTransactional)
 	r.deliver(t, message(t, "m1", "o-1", 0))
 	r.deliver(t, message(t, "m2", "o-1", 0))
 	writes := r.store.Writes()
@@ -154,69 +183,99 @@ func TestTransactional(t *testing.T) {
 		!strings.Contains(*w.Update.UpdateExpression, "ADD") {
 		t.Errorf("write %+v, want an ADD on o-1 in the ledger", writes[0])
 	}
-	if r.ledger.count("o-1") != 0 {
-		t.Error("transactional mode called UpdateItem")
-	}
 }
 
-func TestBadOrdersAndLedgerErrors(t *testing.T) {
-	r := newRun(t, consumer.ModeLease, "")
+func keyOf(item map[string]types.AttributeValue) string {
+	s, _ := item[contract.KeyField].(*types.AttributeValueMemberS)
+	if s == nil {
+		return ""
+	}
+	return s.Value
+}
+
+// TestRefusalsAreDefinite: a bad order and a partner's refusal (4xx) are
+// definite failures, retried without asking the partner; a 5xx is not.
+func TestRefusalsAreDefinite(t *testing.T) {
+	r := newRun(t, consumer.ModeLease)
 	bad := events.SQSMessage{MessageId: "bad", Body: fmt.Sprintf(`{%q:"o-1","amountCents":-5}`, contract.KeyField)}
 	if failed := r.deliver(t, bad); !slices.Equal(failed, []string{"bad"}) {
 		t.Errorf("negative amount: failed %v", failed)
 	}
-	r.ledger.fail = errors.New("ledger down")
+	r.partner.set(func(p *fakePartner) { p.answer = http.StatusUnprocessableEntity })
 	if failed := r.deliver(t, message(t, "m1", "o-2", 0)); !slices.Equal(failed, []string{"m1"}) {
-		t.Errorf("ledger down: failed %v", failed)
+		t.Errorf("refused: failed %v", failed)
 	}
-	r.ledger.fail = nil
-	if failed := r.deliver(t, message(t, "m2", "o-2", 0)); len(failed) != 0 || r.ledger.count("o-2") != 1 {
-		t.Errorf("after the ledger is back: failed %v, issued %d", failed, r.ledger.count("o-2"))
+	r.partner.set(func(p *fakePartner) { p.answer = 0 })
+	if failed := r.deliver(t, message(t, "m2", "o-2", 0)); len(failed) != 0 {
+		t.Errorf("after a refusal: failed %v", failed)
+	}
+	if issued, lookups := r.partner.count("o-2"); issued != 1 || lookups != 0 {
+		t.Errorf("issued %d after %d lookups; want 1, without reconciling a refusal", issued, lookups)
+	}
+
+	r.partner.set(func(p *fakePartner) { p.down = true })
+	if failed := r.deliver(t, message(t, "m3", "o-3", 0)); !slices.Equal(failed, []string{"m3"}) {
+		t.Errorf("partner down: failed %v", failed)
+	}
+	r.partner.set(func(p *fakePartner) { p.down = false })
+	if failed := r.deliver(t, message(t, "m4", "o-3", 0)); len(failed) != 0 {
+		t.Errorf("partner back: failed %v", failed)
+	}
+	if issued, lookups := r.partner.count("o-3"); issued != 1 || lookups != 1 {
+		t.Errorf("issued %d after %d lookups; want 1 after asking once (a 503 may hide anything)", issued, lookups)
 	}
 }
 
-// TestLedgerTimeoutIsReconciled: a ledger write that failed although it
-// was applied (a timeout after DynamoDB applied it) is not applied again:
-// the next delivery reads the ledger first, finds the card issued, and
-// writes the receipt (the double effect of lease mode without reconcile).
-func TestLedgerTimeoutIsReconciled(t *testing.T) {
-	r := newRun(t, consumer.ModeLease, "")
-	r.ledger.fail, r.ledger.applied = context.DeadlineExceeded, true
+// TestLostReplyIsReconciled: a card the partner issued although its reply
+// was lost is not issued again: the next delivery asks the partner first,
+// finds it, and writes the receipt (without Reconcile, the double effect
+// of lease mode).
+func TestLostReplyIsReconciled(t *testing.T) {
+	r := newRun(t, consumer.ModeLease)
+	// A connection to reuse: Go's transport would replay a keyed POST on
+	// a reused connection that breaks, unless the effect forbids it.
+	r.deliver(t, message(t, "m0", "o-0", 0))
+	r.partner.set(func(p *fakePartner) { p.lose = true })
 	if failed := r.deliver(t, message(t, "m1", "o-1", 0)); !slices.Equal(failed, []string{"m1"}) {
-		t.Fatalf("timed out: failed %v", failed)
+		t.Fatalf("reply lost: failed %v", failed)
 	}
-	r.ledger.fail, r.ledger.applied = nil, false
+	r.partner.set(func(p *fakePartner) { p.lose = false })
 	if failed := r.deliver(t, message(t, "m2", "o-1", 0)); len(failed) != 0 {
-		t.Fatalf("after the timeout: failed %v", failed)
+		t.Fatalf("after the lost reply: failed %v", failed)
 	}
-	if n := r.ledger.count("o-1"); n != 1 || r.ledger.reads != 1 {
-		t.Fatalf("issued %d, %d ledger reads; want 1 issuance, reconciled by 1 read", n, r.ledger.reads)
+	if issued, lookups := r.partner.count("o-1"); issued != 1 || lookups != 1 {
+		t.Fatalf("issued %d, %d lookups; want 1 issuance, reconciled by 1 lookup", issued, lookups)
 	}
-	// A new order reads nothing: reconciling is only for unknown outcomes.
+	var posts int
+	r.partner.set(func(p *fakePartner) { posts = len(p.posts) })
+	if posts != 2 {
+		t.Fatalf("%d calls; want 2 (o-0, and o-1 once: never replayed by the client)", posts)
+	}
+	// A new order asks nothing: reconciling is only for unknown outcomes.
 	r.deliver(t, message(t, "m3", "o-2", 0))
-	if r.ledger.reads != 1 {
-		t.Fatalf("%d ledger reads after a new order; want still 1", r.ledger.reads)
+	if _, lookups := r.partner.count("o-2"); lookups != 1 {
+		t.Fatalf("%d lookups after a new order; want still 1", lookups)
+	}
+	// The partner cannot tell: the lookup fails, the default policy (retry)
+	// issues again once the partner answers.
+	r.partner.set(func(p *fakePartner) { p.lose = true })
+	r.deliver(t, message(t, "m4", "o-3", 0))
+	r.partner.set(func(p *fakePartner) { p.lose, p.down = false, true })
+	if failed := r.deliver(t, message(t, "m5", "o-3", 0)); !slices.Equal(failed, []string{"m5"}) {
+		t.Fatalf("lookup failed: failed %v", failed)
 	}
 }
 
 // TestEffectURL: the effect POSTs each issuance with its key and attempt,
 // once.
 func TestEffectURL(t *testing.T) {
-	var mu sync.Mutex
-	var posts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		posts = append(posts, r.Header.Get("Idempotency-Key")+" attempt "+r.Header.Get("Fencing-Token"))
-	}))
-	defer srv.Close()
-	r := newRun(t, consumer.ModeLease, srv.URL+"/effect")
+	r := newRun(t, consumer.ModeLease)
 	r.deliver(t, message(t, "m1", "o-1", 0))
 	r.deliver(t, message(t, "m2", "o-1", 0))
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(posts, []string{"o-1 attempt 1"}) {
-		t.Errorf("posts = %v, want one with the key and attempt 1", posts)
+	r.partner.mu.Lock()
+	defer r.partner.mu.Unlock()
+	if !slices.Equal(r.partner.posts, []string{"o-1 attempt 1"}) {
+		t.Errorf("posts = %v, want one with the key and attempt 1", r.partner.posts)
 	}
 }
 
@@ -229,9 +288,10 @@ func TestSetup(t *testing.T) {
 		env  map[string]string
 		want []string // variables with a problem
 	}{
-		{"ledger", consumer.ModeLease, map[string]string{contract.EnvLedgerTable: "l"}, nil},
-		{"no ledger", consumer.ModeLease, nil, []string{contract.EnvLedgerTable}},
+		{"ledger", consumer.ModeTransactional, map[string]string{contract.EnvLedgerTable: "l"}, nil},
+		{"no ledger", consumer.ModeTransactional, nil, []string{contract.EnvLedgerTable}},
 		{"url", consumer.ModeLease, map[string]string{contract.EnvLedgerTable: "l", contract.EnvEffectURL: "https://x.example"}, nil},
+		{"no url in lease mode", consumer.ModeLease, map[string]string{contract.EnvLedgerTable: "l"}, []string{contract.EnvEffectURL}},
 		{"bad url", consumer.ModeLease, map[string]string{contract.EnvLedgerTable: "l", contract.EnvEffectURL: "x"}, []string{contract.EnvEffectURL}},
 		{"url in tx mode", consumer.ModeTransactional, map[string]string{contract.EnvLedgerTable: "l", contract.EnvEffectURL: "https://x.example"}, []string{contract.EnvEffectURL}},
 	}

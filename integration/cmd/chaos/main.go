@@ -3,14 +3,21 @@
 //
 // It starts DynamoDB Local and ElasticMQ (or uses AWS_ENDPOINT_URL, e.g.
 // LocalStack), provisions the stack from the test profile's template for
-// each mode the effect implements (consumer.Modes), and for each publishes N
-// keys through the producer Lambda while it throws duplicates, 8-instance
-// deliveries, SIGKILLs, SIGSTOP zombies, DynamoDB throttling, 5xx and lost
-// acknowledgements, poison and malformed messages at the consumers (see
-// package chaos). It prints progress, then writes report.md and chart.svg
-// to .cache/chaos/<time>/ and exits 1 when a key was lost, a
-// transactional run doubled an effect, or a lease-mode double effect has no
-// kill, freeze or missing receipt to explain it.
+// each mode the effect implements (consumer.Modes) — in lease mode once per
+// unknown-outcome policy (-policies: reconcile, hold, retry) — and for each
+// publishes N keys through the producer Lambda while it throws duplicates,
+// 8-instance deliveries, SIGKILLs, SIGSTOP zombies, DynamoDB throttling,
+// 5xx and lost acknowledgements, the partner's refusals, lost replies,
+// late answers and an outage, poison and malformed messages at the
+// consumers (see package chaos). The hold policy's held keys are then
+// resolved with idemctl from the partner's answer, and the not-done ones
+// sent once more. It prints progress and the runs side by side, writes
+// report.md and chart.svg to .cache/chaos/<time>/, and exits 1 when a key
+// was lost, transactional mode or the reconcile or hold policy doubled an
+// effect, a held key was not accounted for or not applied exactly once
+// after its resolution, or a retry-policy double effect has no
+// unknown-outcome window (a kill, a freeze, a lost or late reply, a
+// missing receipt) to explain it.
 package main
 
 import (
@@ -20,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
@@ -39,6 +47,7 @@ import (
 type options struct {
 	keys      int
 	modes     []string
+	policies  []string
 	parallel  bool
 	consumers int
 	pollers   int
@@ -57,6 +66,12 @@ type options struct {
 	profile   string
 	backoff   bool
 	outage    chaos.Outage
+	// The partner's outage and how late its slow answers come (0: the
+	// consumer's function timeout and a second); idemctl resolves the
+	// hold policy's held keys.
+	partnerOutage chaos.Outage
+	slowFor       time.Duration
+	idemctl       string
 }
 
 func main() {
@@ -64,10 +79,11 @@ func main() {
 	// has memory to spare: collect less often.
 	debug.SetGCPercent(400)
 	o := options{rates: chaos.DefaultRates}
-	var modes string
-	flag.IntVar(&o.keys, "keys", 100_000, "keys per mode")
+	var modes, policies string
+	flag.IntVar(&o.keys, "keys", 100_000, "keys per run (per mode, and in lease mode per policy)")
 	flag.StringVar(&modes, "modes", strings.Join(consumer.Modes(), ","), "modes to run (IDEM_MODE), comma-separated; those the effect does not implement are skipped")
-	flag.BoolVar(&o.parallel, "parallel", false, "run the modes at the same time on the same emulators")
+	flag.StringVar(&policies, "policies", strings.Join(chaos.Policies(), ","), "lease mode's unknown-outcome policies, a run each, comma-separated: reconcile (the template: Reconcile asks the partner), hold (IDEM_UNKNOWN_OUTCOME=hold without Reconcile; held keys resolved with idemctl), retry (without Reconcile: the window open)")
+	flag.BoolVar(&o.parallel, "parallel", false, "run the modes (and policies) at the same time on the same emulators")
 	flag.IntVar(&o.consumers, "consumers", 16, "consumer instances behind the event source mapping")
 	flag.IntVar(&o.pollers, "pollers", 16, "concurrent batches of the event source mapping (the deployed stack allows 5: see the package doc)")
 	flag.IntVar(&o.producers, "producers", 12, "producer instances, one run each at a time")
@@ -82,8 +98,15 @@ func main() {
 	flag.Float64Var(&o.rates.LoseAck, "lost-ack", o.rates.LoseAck, "share of the Lambdas' DynamoDB requests applied, then answered 500")
 	flag.Float64Var(&o.rates.Poison, "poison", o.rates.Poison, "poison keys, as a share of the keys")
 	flag.Float64Var(&o.rates.Malformed, "malformed", o.rates.Malformed, "malformed messages, as a share of the keys")
+	flag.Float64Var(&o.rates.PartnerRefuse, "partner-refuse", o.rates.PartnerRefuse, "share of the effect's calls the partner refuses with a 503 before applying them (lease mode)")
+	flag.Float64Var(&o.rates.PartnerLoseReply, "partner-lost-reply", o.rates.PartnerLoseReply, "share of the effect's calls the partner applies and then cuts the reply of (lease mode)")
+	flag.Float64Var(&o.rates.PartnerSlow, "partner-slow", o.rates.PartnerSlow, "share of the effect's calls the partner applies and answers after -partner-slow-for, past the caller's deadline (lease mode)")
+	flag.DurationVar(&o.slowFor, "partner-slow-for", 0, "how late a slow partner answers (0: the consumer's function timeout and a second)")
+	flag.DurationVar(&o.partnerOutage.For, "partner-outage", 3*time.Second, "take the partner down (every call and lookup refused) this long, longer than the lease (the test profile's: 2 s), once per lease-mode run (0: never)")
+	flag.DurationVar(&o.partnerOutage.After, "partner-outage-at", 15*time.Second, "when the -partner-outage starts, after the first send")
+	flag.StringVar(&o.idemctl, "idemctl", "", "the idemctl binary that resolves the hold policy's held keys (default: go build ./cmd/idemctl into the output directory)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of every random choice")
-	flag.DurationVar(&o.timeout, "timeout", 40*time.Minute, "limit for the whole run; it stops and cleans up when reached")
+	flag.DurationVar(&o.timeout, "timeout", 100*time.Minute, "limit for the whole run (every mode and policy); it stops and cleans up when reached")
 	flag.DurationVar(&o.drain, "drain", 5*time.Minute, "limit for the queue to drain once everything is sent, per mode")
 	flag.DurationVar(&o.every, "progress", 5*time.Second, "progress line period")
 	flag.DurationVar(&o.warm, "warmup", 10*time.Second, "drive the emulators this long before the first run, so that their JIT is warm (0: none)")
@@ -96,6 +119,11 @@ func main() {
 	flag.BoolVar(&o.backoff, "store-backoff", true, "give the consumers the queue's visibility timeout (IDEM_VISIBILITY_TIMEOUT), so that a record that failed on the store comes back later with each receive; false: the queue's fixed timeout, to compare")
 	flag.Parse()
 	o.modes = strings.Split(modes, ",")
+	var perr error
+	if o.policies, perr = chaos.ParsePolicies(policies); perr != nil {
+		fmt.Fprintln(os.Stderr, "chaos: -policies:", perr)
+		os.Exit(2)
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
@@ -138,6 +166,8 @@ func (o options) validate() error {
 		return errors.New("-timeout and -drain must be positive")
 	case o.outage.For < 0 || o.outage.After < 0:
 		return errors.New("-outage and -outage-at must not be negative")
+	case o.partnerOutage.For < 0 || o.partnerOutage.After < 0 || o.slowFor < 0:
+		return errors.New("-partner-outage, -partner-outage-at and -partner-slow-for must not be negative")
 	}
 	return o.rates.Validate()
 }
@@ -203,42 +233,51 @@ func run(ctx context.Context, o options) error {
 		}
 		endpoint += fmt.Sprintf("; JIT warm-up %.0fs", time.Since(w).Seconds())
 	}
+	runs := o.runs()
+	if o.idemctl == "" && slices.ContainsFunc(runs, func(r runSpec) bool { return r.policy == chaos.PolicyHold }) {
+		b := time.Now()
+		if o.idemctl, err = buildIdemctl(ctx, root, o.out); err != nil {
+			return err
+		}
+		endpoint += fmt.Sprintf("; idemctl built in %.0fs", time.Since(b).Seconds())
+	}
 	loadStart := loadavg()
-	fmt.Printf("chaos: %s keys per mode, modes %s; %s; output in %s\n", fmt.Sprint(o.keys), strings.Join(o.modes, ", "), endpoint, rel(root, o.out))
+	fmt.Printf("chaos: %s keys per run, runs %s; %s; output in %s\n", fmt.Sprint(o.keys), strings.Join(names(runs), ", "), endpoint, rel(root, o.out))
 
-	cfg := func(mode string) chaos.Config {
+	cfg := func(r runSpec) chaos.Config {
 		return chaos.Config{
 			System: system.Config{
 				Template: template, DynamoURL: dynamoURL, SQSURL: sqsURL,
 				ConsumerBinary: consumerBin, ProducerBinary: producerBin, Consumers: o.consumers,
 			},
-			Mode: mode, Keys: o.keys, Rates: o.rates, Seed: o.seed,
+			Mode: r.mode, Policy: r.policy, Keys: o.keys, Rates: o.rates, Seed: o.seed,
 			Pollers: o.pollers, Producers: o.producers, Chunk: o.chunk, Backlog: o.backlog, Drain: o.drain,
-			LogPath: filepath.Join(o.out, mode+"-lambdas.log"), Progress: os.Stdout, Every: o.every,
+			LogPath: filepath.Join(o.out, strings.ReplaceAll(r.name(), "/", "-")+"-lambdas.log"), Progress: os.Stdout, Every: o.every,
 			Emulators: pids, StoreBackoff: o.backoff, Outage: o.outage,
+			PartnerOutage: o.partnerOutage, PartnerSlowFor: o.slowFor, Idemctl: o.idemctl,
 		}
 	}
-	results := make([]*chaos.Result, len(o.modes))
-	errs := make([]error, len(o.modes))
+	results := make([]*chaos.Result, len(runs))
+	errs := make([]error, len(runs))
 	if o.parallel {
 		var wg sync.WaitGroup
-		for i, mode := range o.modes {
-			wg.Go(func() { results[i], errs[i] = chaos.Run(ctx, cfg(mode)) })
+		for i, r := range runs {
+			wg.Go(func() { results[i], errs[i] = chaos.Run(ctx, cfg(r)) })
 		}
 		wg.Wait()
 	} else {
-		for i, mode := range o.modes {
+		for i, r := range runs {
 			if ctx.Err() != nil {
-				errs[i] = fmt.Errorf("%s mode not run: %w", mode, ctx.Err())
+				errs[i] = fmt.Errorf("%s not run: %w", r.name(), ctx.Err())
 				continue
 			}
-			results[i], errs[i] = chaos.Run(ctx, cfg(mode))
+			results[i], errs[i] = chaos.Run(ctx, cfg(r))
 		}
 	}
 	var done []*chaos.Result
 	for i, r := range results {
 		if errors.Is(errs[i], system.ErrMode) {
-			fmt.Printf("chaos: %s mode skipped: %v\n", o.modes[i], errs[i])
+			fmt.Printf("chaos: %s skipped: %v\n", runs[i].name(), errs[i])
 			errs[i] = nil
 		}
 		if r != nil {
@@ -259,11 +298,11 @@ func write(o options, root string, began time.Time, endpoint, loadStart string, 
 	var panels []chaos.Panel
 	for _, r := range results {
 		panels = append(panels, chaos.Panel{
-			Title: fmt.Sprintf("%s mode — %s deliveries, %.0f msgs/s, %d kills, %d freezes", r.Mode, fmt.Sprint(r.Deliveries), r.Throughput(), count(r, chaos.EventKill), count(r, chaos.EventFreeze)),
+			Title: fmt.Sprintf("%s — %s deliveries, %.0f msgs/s, %d kills, %d freezes", r.Name(), fmt.Sprint(r.Deliveries), r.Throughput(), count(r, chaos.EventKill), count(r, chaos.EventFreeze)),
 			Start: r.Start, Samples: r.Samples, Events: r.Events,
 		})
 	}
-	title := fmt.Sprintf("Chaos run: %d keys per mode", o.keys)
+	title := fmt.Sprintf("Chaos run: %d keys per run", o.keys)
 	chart, err := os.Create(filepath.Join(o.out, "chart.svg"))
 	if err != nil {
 		return err
@@ -300,8 +339,53 @@ func write(o options, root string, began time.Time, endpoint, loadStart string, 
 	fmt.Printf("\nreport %s\nchart  %s\n(took %s)\n", rel(root, filepath.Join(o.out, "report.md")), rel(root, filepath.Join(o.out, "chart.svg")), time.Since(began).Round(time.Second))
 	for _, r := range results {
 		if len(r.Problems) > 0 {
-			return fmt.Errorf("%w in %s mode: %s", chaos.ErrInvariant, r.Mode, strings.Join(r.Problems, "; "))
+			return fmt.Errorf("%w in %s: %s", chaos.ErrInvariant, r.Name(), strings.Join(r.Problems, "; "))
 		}
 	}
 	return nil
+}
+
+// runSpec is one run: a mode, and in lease mode a policy.
+type runSpec struct{ mode, policy string }
+
+func (r runSpec) name() string {
+	if r.policy == "" {
+		return r.mode
+	}
+	return r.mode + "/" + r.policy
+}
+
+// runs are the runs asked for: lease mode once per policy, any other mode
+// once.
+func (o options) runs() []runSpec {
+	var out []runSpec
+	for _, m := range o.modes {
+		if m != consumer.ModeLease {
+			out = append(out, runSpec{mode: m})
+			continue
+		}
+		for _, p := range o.policies {
+			out = append(out, runSpec{mode: m, policy: p})
+		}
+	}
+	return out
+}
+
+func names(runs []runSpec) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.name()
+	}
+	return out
+}
+
+// buildIdemctl builds the operator's tool into dir.
+func buildIdemctl(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "idemctl")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/idemctl")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/idemctl: %w\n%s", err, out)
+	}
+	return bin, nil
 }

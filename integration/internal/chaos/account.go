@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/partner"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -36,6 +38,15 @@ type Evidence struct {
 	// message, by message id.
 	Failures  map[string]Failure
 	LeaseMode bool
+	// Policy is the lease-mode run's unknown-outcome policy (Policies;
+	// "" counts as PolicyReconcile); none in transactional mode.
+	Policy string
+	// PartnerFaults are the faults the partner injected into the
+	// effect's calls, by key.
+	PartnerFaults []partner.Injection
+	// Held are the keys whose record was HELD when the queue had
+	// drained (idemctl list --status held).
+	Held map[string]bool
 }
 
 // Double is a key whose effect ran more than once, and why.
@@ -53,6 +64,8 @@ type Cause struct {
 
 // Cause classes, most direct first.
 const (
+	ClassPartnerLost = "partner applied the call and its reply was lost (unknown outcome, run again)"
+	ClassPartnerSlow = "partner applied the call and answered past the caller's deadline (unknown outcome, run again)"
 	ClassUnconfirmed = "Unconfirmed (receipt not written before the lease ended)"
 	ClassLeaseLost   = "LeaseLost (a zombie's lease taken over)"
 	ClassEffectLate  = "effect's write timed out at its deadline, applied anyway (released, run again)"
@@ -64,7 +77,39 @@ const (
 	ClassCrash       = "process crash"
 )
 
-var classRank = map[string]int{ClassUnconfirmed: 0, ClassLeaseLost: 1, ClassFreeze: 2, ClassKillAfter: 3, ClassKillMid: 4, ClassEffectLate: 5, ClassKillBatch: 6, ClassTimeout: 7, ClassCrash: 8}
+var classRank = map[string]int{
+	ClassPartnerLost: 0, ClassPartnerSlow: 1, ClassUnconfirmed: 2, ClassLeaseLost: 3, ClassFreeze: 4, ClassKillAfter: 5,
+	ClassKillMid: 6, ClassEffectLate: 7, ClassKillBatch: 8, ClassTimeout: 9, ClassCrash: 10,
+}
+
+// ShortClass is a cause class in a few words, for the side-by-side table.
+func ShortClass(class string) string {
+	switch class {
+	case ClassPartnerLost:
+		return "lost reply"
+	case ClassPartnerSlow:
+		return "slow past deadline"
+	case ClassUnconfirmed:
+		return "unconfirmed"
+	case ClassLeaseLost:
+		return "lease lost"
+	case ClassEffectLate:
+		return "effect timed out"
+	case ClassFreeze:
+		return "zombie"
+	case ClassKillAfter:
+		return "kill after the call"
+	case ClassKillBatch:
+		return "kill, same batch"
+	case ClassKillMid:
+		return "kill mid-batch"
+	case ClassTimeout:
+		return "function timeout"
+	case ClassCrash:
+		return "crash"
+	}
+	return class
+}
 
 // Account is what happened to every key.
 type Account struct {
@@ -82,6 +127,18 @@ type Account struct {
 	DLQKeys       []string       // plain keys in the DLQ (allowed, with their reason)
 	Latency       Percentiles
 	Windows       map[string]int // Unconfirmed / LeaseLost records by outcome
+	LeaseMode     bool
+	Policy        string // the lease-mode policy, "" in transactional mode
+	// Held are the keys HELD when the queue drained, sorted (hold policy);
+	// HeldNotDead those of them with no message in the DLQ, HeldDirect
+	// those of them held by a copy the run delivered straight to a
+	// consumer (a takeover or fan-out, which no queue sends to the DLQ),
+	// their messages in the queue all consumed; HeldDead the dead letters
+	// whose last receive failed as held.
+	Held        []string
+	HeldNotDead []string
+	HeldDirect  []string
+	HeldDead    int
 }
 
 // ReasonCount is one DLQ reason and the messages that carry it.
@@ -97,18 +154,24 @@ type ReasonCount struct {
 const (
 	DeadPoison    = "poison"
 	DeadMalformed = "malformed"
+	DeadHeld      = "held" // its key parked by the hold policy (idem.ErrHeld)
 	DeadStore     = "store failure"
 	DeadOther     = "other"
 )
 
 // DLQClasses lists the classes of dead letters in the order the report
 // gives them.
-func DLQClasses() []string { return []string{DeadPoison, DeadMalformed, DeadStore, DeadOther} }
+func DLQClasses() []string {
+	return []string{DeadPoison, DeadMalformed, DeadHeld, DeadStore, DeadOther}
+}
 
 // Settle accounts for every key of the evidence's plan, and for every
 // malformed message sent.
 func Settle(ev Evidence) Account {
-	a := Account{Windows: map[string]int{}, DLQByClass: map[string]int{}}
+	a := Account{Windows: map[string]int{}, DLQByClass: map[string]int{}, LeaseMode: ev.LeaseMode}
+	if ev.LeaseMode {
+		a.Policy = cmp.Or(ev.Policy, PolicyReconcile)
+	}
 	dead := map[string]bool{} // by key, and by message id
 	reasons := map[string]int{}
 	killed := killsByKey(ev.Events)
@@ -119,6 +182,9 @@ func Settle(ev Evidence) Account {
 	lastHit := lastEvents(ev.Events)
 	for _, d := range ev.DeadLetters {
 		a.DLQByClass[deadClass(d, ev, malformed, lastHit)]++
+		if heldLetter(d, ev) {
+			a.HeldDead++
+		}
 		dead[d.MessageID] = true
 		reason := Tidy(d.Reason)
 		switch {
@@ -187,7 +253,40 @@ func Settle(ev Evidence) Account {
 		a.Windows[w.Outcome]++
 	}
 	a.Latency = PercentilesOf(latencies)
+	a.Held = slices.Sorted(maps.Keys(ev.Held))
+	direct := directKeys(ev)
+	for _, k := range a.Held {
+		switch {
+		case dead[k]:
+		case direct[k]:
+			a.HeldDirect = append(a.HeldDirect, k)
+		default:
+			a.HeldNotDead = append(a.HeldNotDead, k)
+		}
+	}
 	return a
+}
+
+// directKeys are the keys the run also delivered straight to consumers,
+// not through the queue: the fan-outs, and the takeovers of frozen
+// zombies.
+func directKeys(ev Evidence) map[string]bool {
+	out := maps.Clone(ev.Plan.FanOut)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	for _, e := range ev.Events {
+		if e.Kind == EventFreeze && e.Key != "" {
+			out[e.Key] = true
+		}
+	}
+	return out
+}
+
+// heldLetter reports whether dead letter d's last receive failed because
+// its key was held (idem.ErrHeld).
+func heldLetter(d system.DeadLetter, ev Evidence) bool {
+	return ev.Failures[d.MessageID].Outcome == idem.Held.String() || strings.Contains(d.Reason, idem.ErrHeld.Error())
 }
 
 // deadClass says what dead letter d is (DLQClasses). A store failure is
@@ -201,6 +300,8 @@ func deadClass(d system.DeadLetter, ev Evidence, malformed map[string]bool, last
 		return DeadPoison
 	case malformed[d.MessageID] || d.Key == "":
 		return DeadMalformed
+	case heldLetter(d, ev):
+		return DeadHeld
 	case f.Outcome == idem.StoreError.String() && !lastHit[d.Key].After(f.At):
 		return DeadStore
 	}
@@ -268,6 +369,15 @@ func killsByKey(events []Event) map[string]string {
 // its effect and its receipt.
 func attribute(ev Evidence) map[string][]Cause {
 	out := map[string][]Cause{}
+	for _, in := range ev.PartnerFaults {
+		at := in.At.Format("15:04:05.000")
+		switch in.Kind {
+		case partner.InjectLostReply:
+			out[in.Key] = append(out[in.Key], Cause{ClassPartnerLost, "partner applied the call at " + at + " and cut its reply"})
+		case partner.InjectSlow:
+			out[in.Key] = append(out[in.Key], Cause{ClassPartnerSlow, "partner applied the call at " + at + " and answered after the caller's deadline"})
+		}
+	}
 	for _, w := range ev.Windows {
 		id := ev.KeyOf[w.RecordKey]
 		switch w.Outcome {
@@ -349,8 +459,14 @@ func PercentilesOf(ds []time.Duration) Percentiles {
 	return Percentiles{N: len(s), P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1]}
 }
 
-// Problems lists every way the run broke the invariant; none means it held.
-func (a Account) Problems(leaseMode bool) []string {
+// Problems lists every way the run broke the invariant; none means it
+// held. The invariant depends on the mode and the policy: transactional
+// mode and the reconcile and hold policies allow no double effect; the
+// retry policy allows those an unknown-outcome window explains (a kill, a
+// freeze, a lost or late reply, a missing receipt), never an unexplained
+// one. Only the hold policy may hold a key; there, every held key must
+// have its messages in the DLQ.
+func (a Account) Problems() []string {
 	var p []string
 	if len(a.Lost) > 0 {
 		p = append(p, fmt.Sprintf("%d lost (neither applied nor in the DLQ): %s", len(a.Lost), head(a.Lost)))
@@ -365,10 +481,23 @@ func (a Account) Problems(leaseMode bool) []string {
 		p = append(p, fmt.Sprintf("%d poison keys applied: %s", len(a.PoisonApplied), head(a.PoisonApplied)))
 	}
 	switch {
-	case !leaseMode && a.DoubleEffects > 0:
+	case !a.LeaseMode && a.DoubleEffects > 0:
 		p = append(p, fmt.Sprintf("transactional mode: %d double effects: %s", a.DoubleEffects, head(ids(a.Doubled))))
+	case a.LeaseMode && a.Policy != PolicyRetry && a.DoubleEffects > 0:
+		p = append(p, fmt.Sprintf("%s policy: %d double effects, want none: %s", a.Policy, a.DoubleEffects, head(firstCauses(a.Doubled))))
 	case len(a.Unexplained) > 0:
-		p = append(p, fmt.Sprintf("%d double effects no kill, freeze or missing receipt explains: %s", len(a.Unexplained), head(a.Unexplained)))
+		p = append(p, fmt.Sprintf("%d double effects no kill, freeze, lost or late reply or missing receipt explains: %s", len(a.Unexplained), head(a.Unexplained)))
+	}
+	if a.Policy != PolicyHold {
+		if len(a.Held) > 0 {
+			p = append(p, fmt.Sprintf("%d keys held, but the policy is %s: %s", len(a.Held), orNone(a.Policy), head(a.Held)))
+		}
+		if a.HeldDead > 0 {
+			p = append(p, fmt.Sprintf("%d dead letters failed as held, but the policy is %s", a.HeldDead, orNone(a.Policy)))
+		}
+	}
+	if len(a.HeldNotDead) > 0 {
+		p = append(p, fmt.Sprintf("%d held keys without a message in the DLQ nor a copy delivered straight to a consumer: %s", len(a.HeldNotDead), head(a.HeldNotDead)))
 	}
 	for _, r := range a.DLQ {
 		if r.Reason == NoReason {
@@ -376,6 +505,26 @@ func (a Account) Problems(leaseMode bool) []string {
 		}
 	}
 	return p
+}
+
+func orNone(policy string) string {
+	if policy == "" {
+		return "none (transactional mode)"
+	}
+	return policy
+}
+
+// firstCauses names each doubled key with its most direct cause.
+func firstCauses(ds []Double) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		cause := "unexplained"
+		if len(d.Causes) > 0 {
+			cause = ShortClass(d.Causes[0].Class)
+		}
+		out[i] = fmt.Sprintf("%s ×%d (%s)", d.Key, d.Applied, cause)
+	}
+	return out
 }
 
 func ids(ds []Double) []string {

@@ -35,7 +35,7 @@ func TestSettleEveryKeyAccountedFor(t *testing.T) {
 	if !slices.Equal(a.DLQKeys, []string{"o-5"}) || len(a.DLQ) != 3 {
 		t.Fatalf("DLQ %v, plain keys in it %v", a.DLQ, a.DLQKeys)
 	}
-	if p := a.Problems(true); len(p) != 0 {
+	if p := a.Problems(); len(p) != 0 {
 		t.Fatalf("problems %v", p)
 	}
 }
@@ -47,7 +47,7 @@ func TestSettleLost(t *testing.T) {
 	if !slices.Equal(a.Lost, []string{"o-5", "malformed message m-1"}) || !slices.Equal(a.Unpublished, []string{"o-4"}) {
 		t.Fatalf("lost %v, unpublished %v", a.Lost, a.Unpublished)
 	}
-	if p := a.Problems(true); len(p) != 2 {
+	if p := a.Problems(); len(p) != 2 {
 		t.Fatalf("problems %v: want lost and unpublished", p)
 	}
 }
@@ -60,6 +60,7 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 		{At: at, Kind: EventTimeout, Pool: "consumer", Batch: []string{"o-2"}},
 	}
 	ev.Windows = []Window{{At: at, Outcome: "unconfirmed", RecordKey: "consumer#h3", Error: "idem: effect ran, receipt not written"}}
+	ev.Policy = PolicyRetry
 	a := Settle(ev)
 	if a.DoubleEffects != 5 || len(a.Doubled) != 4 {
 		t.Fatalf("double effects %d in %d keys, want 5 in 4", a.DoubleEffects, len(a.Doubled))
@@ -79,10 +80,11 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 	if !slices.Equal(a.Unexplained, []string{"o-4"}) {
 		t.Fatalf("unexplained %v, want o-4", a.Unexplained)
 	}
-	if p := a.Problems(true); len(p) != 1 || !strings.Contains(p[0], "o-4") {
+	if p := a.Problems(); len(p) != 1 || !strings.Contains(p[0], "o-4") {
 		t.Fatalf("lease mode problems %v: want only the unexplained o-4", p)
 	}
-	if p := a.Problems(false); len(p) != 1 || !strings.Contains(p[0], "transactional mode: 5 double effects") {
+	ev.LeaseMode, ev.Policy = false, ""
+	if p := Settle(ev).Problems(); len(p) != 1 || !strings.Contains(p[0], "transactional mode: 5 double effects") {
 		t.Fatalf("transactional problems %v: want every double effect", p)
 	}
 	var counted int
@@ -115,7 +117,7 @@ func TestSettleDeadLetterReasons(t *testing.T) {
 	if !slices.Contains(reasons, "never answered: every delivery was killed (timeout)") || !slices.Contains(reasons, NoReason) {
 		t.Fatalf("reasons %q", reasons)
 	}
-	if p := a.Problems(true); len(p) != 1 || !strings.Contains(p[0], "without a logged reason") {
+	if p := a.Problems(); len(p) != 1 || !strings.Contains(p[0], "without a logged reason") {
 		t.Fatalf("problems %v: want the one dead letter nothing explains", p)
 	}
 }
@@ -148,8 +150,8 @@ func TestSettleDeadLetterClasses(t *testing.T) {
 
 func TestSettlePoisonApplied(t *testing.T) {
 	ev := evidence(map[string]int{"o-1": 1, "o-2": 1, "o-3": 1, "o-4": 1, "o-5": 1, "p-1": 1}, malformedDead)
-	if a := Settle(ev); !slices.Equal(a.PoisonApplied, []string{"p-1"}) || len(a.Problems(true)) != 1 {
-		t.Fatalf("poison applied %v, problems %v", a.PoisonApplied, a.Problems(true))
+	if a := Settle(ev); !slices.Equal(a.PoisonApplied, []string{"p-1"}) || len(a.Problems()) != 1 {
+		t.Fatalf("poison applied %v, problems %v", a.PoisonApplied, a.Problems())
 	}
 }
 

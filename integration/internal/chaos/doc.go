@@ -3,9 +3,10 @@
 // once (the effect's probe says), or in the DLQ with its reason and class
 // (poison, malformed, store failure or other: how two runs compare, with
 // and without the consumers' store backoff); every double effect named
-// with the kill, freeze or missing receipt that caused it.
-// integration/cmd/chaos (`make chaos`) runs it in both modes and writes
-// the report and chart.
+// with the kill, freeze, lost or late reply or missing receipt that caused
+// it. integration/cmd/chaos (`make chaos`) runs it in both modes — lease
+// mode once per unknown-outcome policy (reconcile, hold, retry: see
+// Policies) — and writes the runs side by side in the report and chart.
 //
 // # What runs
 //
@@ -25,7 +26,24 @@
 //   - Dynamo, the fault mix on the Lambdas' DynamoDB traffic, and an
 //     Outage when asked for: a stretch during which every request of the
 //     consumers is throttled, a store slow for longer than their retries;
+//   - in lease mode, PartnerChaos, the faults of the partner the effect
+//     calls (the suite's stand-in, which counts every call it applies,
+//     repeats included): calls refused before anything took place, applied
+//     with their reply cut, applied and answered after the caller's
+//     deadline, and one outage longer than the lease, during which every
+//     call and lookup is refused;
 //   - a Timeline (one sample a second) for the progress lines and the chart.
+//
+// # Policies
+//
+// A lease-mode run has one unknown-outcome policy (Config.Policy):
+// reconcile (the template: the attempt that takes over an unknown outcome
+// asks the partner first), hold (the key is parked, its copies go to the
+// DLQ; after the drain the run resolves each held key with idemctl from
+// the partner's answer, as the runbook says, sends each not-done one once
+// more and checks it is applied exactly once) and retry (run again without
+// asking: the window open). Reconcile and hold must make no double effect;
+// retry's must each be explained.
 //
 // # Concurrency
 //
@@ -46,6 +64,8 @@
 // batch of a killed, frozen or timed-out invocation (any record of such a
 // batch may have been between its effect and its receipt), or a consumer
 // logged it Unconfirmed, LeaseLost, or failed with its effect's own write
-// cut off at the effect's deadline (EffectTimeout). Anything else is unexplained
-// and fails the run; in transactional mode every double effect does.
+// cut off at the effect's deadline (EffectTimeout), or the partner applied
+// a call of the key and lost its reply or answered it too late. Anything
+// else is unexplained and fails the run; in transactional mode, and under
+// the reconcile and hold policies, every double effect does.
 package chaos

@@ -16,16 +16,21 @@ import (
 // that traffic by who sent it (the producer's guard, the consumer's guard
 // and effect) and by operation.
 //
-// One exception keeps the measurement honest: in lease mode a lost
-// acknowledgement is not injected on the effect's own writes (a request
-// to another table than the receipts'). The template's effect writes a
-// deliberately non-idempotent counter that shows double effects; a lost
-// ack there makes the SDK retry an applied write, a double effect of the
-// effect's own retry that no idempotency record can see (the README's
-// advice: pass the key downstream). It becomes a 500 instead, which
-// DynamoDB did not apply. In transactional mode the effect's writes commit
+// In lease mode the template's effect makes no DynamoDB request: it is a
+// call to the partner, whose faults — refused, applied with its reply lost,
+// answered past the deadline, an outage — the partner injects
+// (PartnerChaos); every consumer request here is the receipt store's, and
+// gets the whole mix. In transactional mode the effect's writes commit
 // with the receipt, and lost acks on them are exactly what that mode must
-// survive, so they are injected.
+// survive, so they are injected too.
+//
+// One exception remains for an effect that does write DynamoDB itself in
+// lease mode (a request to another table than the receipts', counted as
+// "consumer effect …": none in the template): a lost acknowledgement there
+// would make the SDK retry an applied write, a double effect of the
+// effect's own retry that no idempotency record can see (docs/template.md's
+// advice: pass the key downstream). It becomes a 500 instead, which
+// DynamoDB did not apply.
 type Dynamo struct {
 	Rates        Rates
 	ReceiptTable string
@@ -74,13 +79,17 @@ var producerKeys = []byte(`"` + contract.ProducerNamespace + idem.KeySeparator)
 
 func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
 	who := "consumer"
-	if bytes.Contains(r.Body, producerKeys) {
+	effect := d.LeaseMode && r.Op != "TransactWriteItems" && !bytes.Contains(r.Body, []byte(`"TableName":"`+d.ReceiptTable+`"`))
+	switch {
+	case bytes.Contains(r.Body, producerKeys):
 		who = "producer"
+	case effect:
+		who = "consumer effect"
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.counts[who+" "+r.Op]++
-	if now := time.Now(); who == "consumer" && !now.Before(d.outage[0]) && now.Before(d.outage[1]) {
+	if now := time.Now(); who != "producer" && !now.Before(d.outage[0]) && now.Before(d.outage[1]) {
 		d.faults["outage"]++
 		return faultproxy.Action{Kind: faultproxy.Throttle}
 	}
@@ -93,7 +102,7 @@ func (d *Dynamo) decide(r faultproxy.Request) faultproxy.Action {
 		kind = faultproxy.Fail
 	case x < d.Rates.Throttle+d.Rates.Fail+d.Rates.LoseAck:
 		kind = faultproxy.LoseAck
-		if d.LeaseMode && r.Op != "TransactWriteItems" && !bytes.Contains(r.Body, []byte(`"TableName":"`+d.ReceiptTable+`"`)) {
+		if who == "consumer effect" {
 			kind = faultproxy.Fail
 		}
 	default:

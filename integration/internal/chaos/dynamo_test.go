@@ -27,6 +27,25 @@ func TestDynamoLostAckOnTheEffectInLeaseMode(t *testing.T) {
 	}
 }
 
+// TestDynamoLeaseModeTraffic: in lease mode the template's effect is a
+// call to the partner, so every consumer request is the receipt store's
+// and gets the whole mix, lost acks included; a request to another table
+// (an effect writing DynamoDB itself) is counted apart.
+func TestDynamoLeaseModeTraffic(t *testing.T) {
+	d := &Dynamo{Rates: Rates{LoseAck: 1}, ReceiptTable: "Receipts-x", LeaseMode: true}
+	decide := d.Decider()
+	for _, op := range []string{"UpdateItem", "PutItem", "GetItem"} {
+		if got := decide(faultproxy.Request{Op: op, Body: []byte(`{"TableName":"Receipts-x","Key":{"pk":{"S":"consumer#ab"}}}`)}).Kind; got != faultproxy.LoseAck {
+			t.Errorf("receipt %s: %v, want a lost ack", op, got)
+		}
+	}
+	decide(faultproxy.Request{Op: "UpdateItem", Body: []byte(`{"TableName":"Ledger-x","Key":{"id":{"S":"o-1"}}}`)})
+	c := d.Counts()
+	if c["consumer UpdateItem"] != 1 || c["consumer PutItem"] != 1 || c["consumer GetItem"] != 1 || c["consumer effect UpdateItem"] != 1 {
+		t.Fatalf("counts %v", c)
+	}
+}
+
 func TestDynamoMixAndCounts(t *testing.T) {
 	d := &Dynamo{Rates: Rates{Throttle: 0.1, Fail: 0.1, LoseAck: 0.1}, ReceiptTable: "R", Seed: 5}
 	decide := d.Decider()

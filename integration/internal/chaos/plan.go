@@ -9,7 +9,8 @@ import (
 
 // Rates are the chaos mix. Key shares are of the keys published; the
 // kill and zombie shares are of consumer invocations; the DynamoDB shares
-// are of the Lambdas' DynamoDB requests.
+// are of the Lambdas' DynamoDB requests; the partner's shares are of the
+// lease-mode effect's calls to the partner.
 type Rates struct {
 	Duplicates float64 // keys sent again: half by re-triggered producer runs, half as raw copies
 	FanOut     float64 // keys also delivered to 8 instances at the same moment
@@ -20,12 +21,19 @@ type Rates struct {
 	LoseAck    float64 // DynamoDB requests applied, then answered 500
 	Poison     float64 // keys that fail every time (extra keys)
 	Malformed  float64 // messages no key can be read from (extra messages)
+	// The partner's faults (lease mode): calls refused with a 503 before
+	// anything took place; applied and their reply lost (the connection
+	// cut); applied and answered after the caller's deadline.
+	PartnerRefuse    float64
+	PartnerLoseReply float64
+	PartnerSlow      float64
 }
 
 // DefaultRates is the mix.
 var DefaultRates = Rates{
 	Duplicates: 0.30, FanOut: 0.01, Kill: 0.01, Zombie: 0.005,
 	Throttle: 0.01, Fail: 0.01, LoseAck: 0.01, Poison: 0.001, Malformed: 0.001,
+	PartnerRefuse: 0.01, PartnerLoseReply: 0.01, PartnerSlow: 0.005,
 }
 
 // Validate refuses shares outside [0, 1].
@@ -33,6 +41,7 @@ func (r Rates) Validate() error {
 	for name, v := range map[string]float64{
 		"duplicates": r.Duplicates, "fan-out": r.FanOut, "kill": r.Kill, "zombie": r.Zombie,
 		"throttle": r.Throttle, "5xx": r.Fail, "lost-ack": r.LoseAck, "poison": r.Poison, "malformed": r.Malformed,
+		"partner-refuse": r.PartnerRefuse, "partner-lost-reply": r.PartnerLoseReply, "partner-slow": r.PartnerSlow,
 	} {
 		if v < 0 || v > 1 {
 			return fmt.Errorf("chaos: rate %s = %v, want 0..1", name, v)
@@ -40,6 +49,9 @@ func (r Rates) Validate() error {
 	}
 	if r.Throttle+r.Fail+r.LoseAck > 1 {
 		return fmt.Errorf("chaos: DynamoDB fault rates add up to more than 1")
+	}
+	if r.PartnerRefuse+r.PartnerLoseReply+r.PartnerSlow > 1 {
+		return fmt.Errorf("chaos: partner fault rates add up to more than 1")
 	}
 	return nil
 }

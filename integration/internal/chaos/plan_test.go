@@ -74,7 +74,7 @@ func TestRatesValidate(t *testing.T) {
 	if err := DefaultRates.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []Rates{{Kill: -0.1}, {Duplicates: 1.5}, {Throttle: 0.5, Fail: 0.4, LoseAck: 0.2}} {
+	for _, r := range []Rates{{Kill: -0.1}, {Duplicates: 1.5}, {Throttle: 0.5, Fail: 0.4, LoseAck: 0.2}, {PartnerSlow: -0.1}, {PartnerRefuse: 0.5, PartnerLoseReply: 0.4, PartnerSlow: 0.2}} {
 		if r.Validate() == nil {
 			t.Errorf("%+v: want an error", r)
 		}

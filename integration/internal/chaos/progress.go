@@ -28,7 +28,7 @@ func progress(ctx context.Context, w io.Writer, mode string, tl *Timeline, every
 			continue
 		}
 		s := samples[len(samples)-1]
-		fmt.Fprintf(w, "[%-13s %4.0fs] sent %7d  applied %7d  deliveries %7d  queued %6d  in flight %5d  DLQ %4d  %4.0f msgs/s\n",
+		fmt.Fprintf(w, "[%-19s %4.0fs] sent %7d  applied %7d  deliveries %7d  queued %6d  in flight %5d  DLQ %4d  %4.0f msgs/s\n",
 			mode, s.T.Seconds(), s.Sent, s.Effects, s.Deliveries, s.Visible, s.InFlight, s.DLQ, Rate(samples, every))
 	}
 }

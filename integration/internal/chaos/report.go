@@ -37,26 +37,64 @@ func WriteReport(w io.Writer, h Header, runs []*Result) {
 func summary(w io.Writer, runs []*Result) {
 	fmt.Fprint(w, "## Summary\n\n| |")
 	for _, r := range runs {
-		fmt.Fprintf(w, " %s |", r.Mode)
+		fmt.Fprintf(w, " %s |", r.Name())
 	}
 	fmt.Fprint(w, "\n|---|")
 	for range runs {
 		fmt.Fprint(w, "---:|")
 	}
 	fmt.Fprintln(w)
-	line := func(name string, f func(r *Result) string) {
-		fmt.Fprintf(w, "| %s |", name)
-		for _, r := range runs {
-			fmt.Fprintf(w, " %s |", f(r))
+	for _, row := range rows(runs, true) {
+		fmt.Fprintf(w, "| %s |", row.label)
+		for _, c := range row.cells {
+			fmt.Fprintf(w, " %s |", strings.ReplaceAll(strings.ReplaceAll(c, "|", `\|`), "\n", "<br>"))
 		}
 		fmt.Fprintln(w)
 	}
-	line("verdict", func(r *Result) string {
-		if len(r.Problems) == 0 {
-			return "**invariant holds**"
+	fmt.Fprintln(w)
+}
+
+// tableRow is a line of the side-by-side table: one cell per run; a cell
+// of several lines separates them with \n.
+type tableRow struct {
+	label string
+	cells []string
+}
+
+// rows are the side-by-side table of runs; md: for Markdown (bold
+// verdicts, longer lines).
+func rows(runs []*Result, md bool) []tableRow {
+	var out []tableRow
+	line := func(label string, f func(r *Result) string) {
+		rw := tableRow{label: label}
+		for _, r := range runs {
+			rw.cells = append(rw.cells, f(r))
 		}
-		return fmt.Sprintf("**BROKEN** (%d problems)", len(r.Problems))
+		out = append(out, rw)
+	}
+	lease := func(f func(r *Result) string) func(r *Result) string {
+		return func(r *Result) string {
+			if r.Policy == "" {
+				return "-"
+			}
+			return f(r)
+		}
+	}
+	width := 60 // of a reason on the terminal
+	if md {
+		width = 100
+	}
+	line("verdict", func(r *Result) string {
+		v := "invariant holds"
+		if len(r.Problems) > 0 {
+			v = fmt.Sprintf("BROKEN (%d problems)", len(r.Problems))
+		}
+		if md {
+			v = "**" + v + "**"
+		}
+		return v
 	})
+	line("unknown-outcome policy", func(r *Result) string { return PolicyShort(r.Policy) })
 	line("keys", func(r *Result) string {
 		return fmt.Sprintf("%s (+%d poison, +%d malformed messages)", thousands(r.Keys), r.Poison, r.Malformed)
 	})
@@ -71,11 +109,49 @@ func summary(w io.Writer, runs []*Result) {
 		return fmt.Sprintf("%s / %s / %s", ms(l.P50), ms(l.P99), ms(l.Max))
 	})
 	line("DynamoDB requests per delivery", func(r *Result) string { return perDelivery(r) })
-	line("applied", func(r *Result) string { return thousands(r.Account.Applied) })
+	line("applied", func(r *Result) string {
+		if v := r.Resolution; v != nil {
+			return fmt.Sprintf("%s\n%s after the resolution", thousands(r.Account.Applied), thousands(v.AppliedAfter))
+		}
+		return thousands(r.Account.Applied)
+	})
 	line("double effects", func(r *Result) string {
 		return fmt.Sprintf("%d (%d unexplained)", r.Account.DoubleEffects, len(r.Account.Unexplained))
 	})
+	line("double effects by class (most direct cause)", func(r *Result) string { return byCauseLine(r.Account, "\n") })
+	line("records reconciled / held (consumers' outcomes)", lease(func(r *Result) string {
+		return fmt.Sprintf("%s / %s", thousands(r.Outcomes["reconciled"]), thousands(r.Outcomes["held"]))
+	}))
+	line("held keys", lease(func(r *Result) string {
+		if r.Policy != PolicyHold {
+			return thousands(len(r.Account.Held))
+		}
+		poison := 0
+		if r.Resolution != nil {
+			poison = r.Resolution.HeldPoison
+		}
+		return fmt.Sprintf("%s (%d poison, %d held by a direct copy only)\n%s dead letters held", thousands(len(r.Account.Held)), poison, len(r.Account.HeldDirect), thousands(r.Account.HeldDead))
+	}))
+	line("resolved done / not-done", lease(func(r *Result) string {
+		v := r.Resolution
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %s\n%s sent again (%d rounds, %s)\n%s of %s held keys applied once in the end",
+			thousands(v.Done), thousands(v.NotDone), thousands(v.Redriven), v.Rounds, v.Took.Round(100*time.Millisecond),
+			thousands(v.AppliedOnce), thousands(v.Held-v.HeldPoison))
+	}))
 	line("lost", func(r *Result) string { return fmt.Sprint(len(r.Account.Lost)) })
+	line("partner calls / applied / lookups", lease(func(r *Result) string {
+		p := r.Partner
+		return fmt.Sprintf("%s / %s / %s", thousands(p.Calls), thousands(p.Applied), thousands(p.Lookups))
+	}))
+	line("partner faults", lease(func(r *Result) string {
+		p := r.Partner
+		return fmt.Sprintf("refused %d, lost replies %d, slow %d\nwhile down: %d calls, %d lookups refused", p.Refused, p.LostReplies, p.SlowReplies, p.DownCalls, p.DownLookups)
+	}))
+	line("partner outage", lease(func(r *Result) string { return partnerOutageLine(r) }))
+	line("DynamoDB faults", func(r *Result) string { return kv(r.DynamoFault) })
 	line("store backoff", func(r *Result) string {
 		if r.StoreBackoff == "" {
 			return "off"
@@ -83,12 +159,61 @@ func summary(w io.Writer, runs []*Result) {
 		return "on, base " + r.StoreBackoff
 	})
 	line("dead-letter queue", dlqLine)
+	line("DLQ by reason", func(r *Result) string {
+		var parts []string
+		for _, c := range r.Account.DLQ {
+			parts = append(parts, fmt.Sprintf("%s × %s", thousands(c.Count), cut(strings.ReplaceAll(c.Reason, ": consumer#…", ""), width)))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "\n")
+	})
 	line("left in the queue / in flight", func(r *Result) string { return fmt.Sprintf("%d / %d", r.EndVisible, r.EndInFlight) })
-	fmt.Fprintln(w)
+	return out
+}
+
+// byCauseLine is the double effects by the short name of their most
+// direct cause.
+func byCauseLine(a Account, sep string) string {
+	var parts []string
+	for _, c := range a.ByCause() {
+		parts = append(parts, fmt.Sprintf("%s %d", ShortClass(c.Reason), c.Count))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, sep)
+}
+
+func partnerFaultsLine(r *Result) string {
+	p := r.Partner
+	return fmt.Sprintf("refused %d, lost replies %d, slow %d (answered after %s), refused while down: %d calls, %d lookups",
+		p.Refused, p.LostReplies, p.SlowReplies, r.PartnerSlowFor, p.DownCalls, p.DownLookups)
+}
+
+func partnerOutageLine(r *Result) string {
+	d := r.PartnerDown
+	if d[1] <= d[0] {
+		return "none"
+	}
+	return fmt.Sprintf("%s from +%s (the lease: %s)", (d[1] - d[0]).Round(100*time.Millisecond), d[0].Round(100*time.Millisecond), r.Lease)
+}
+
+// cut cuts s to n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func section(w io.Writer, r *Result) {
-	fmt.Fprintf(w, "## %s mode\n\n", r.Mode)
+	if r.Policy == "" {
+		fmt.Fprintf(w, "## %s mode\n\n", r.Mode)
+	} else {
+		fmt.Fprintf(w, "## %s mode, %s policy\n\n%s\n\n", r.Mode, r.Policy, PolicyText(r.Policy))
+	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintln(w, "**The invariant broke:**")
 		fmt.Fprintln(w)
@@ -121,6 +246,10 @@ func section(w io.Writer, r *Result) {
 		count[EventFreeze], 100*float64(count[EventFreeze])/float64(max(r.Batches, 1)), thousands(int(r.Batches)))
 	fmt.Fprintf(w, "- harness kills at the function timeout: %d; other crashes: %d\n", count[EventTimeout], count[EventCrash])
 	fmt.Fprintf(w, "- DynamoDB faults on the Lambdas' %s requests: %s\n", thousands(r.DynamoTotal), kv(r.DynamoFault))
+	if r.Policy != "" {
+		fmt.Fprintf(w, "- partner faults on its %s calls: %s\n", thousands(r.Partner.Calls), partnerFaultsLine(r))
+		fmt.Fprintf(w, "- partner outage (every call and lookup refused): %s\n", partnerOutageLine(r))
+	}
 	fmt.Fprintf(w, "- poison keys %d, malformed messages %d\n\n", r.Poison, r.Malformed)
 
 	fmt.Fprintln(w, "### Outcomes")
@@ -151,6 +280,30 @@ func section(w io.Writer, r *Result) {
 		}
 	}
 	fmt.Fprintln(w)
+
+	if r.Policy != "" {
+		p := r.Partner
+		fmt.Fprintln(w, "### Partner")
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "When the queue had drained: %s calls, %s effects applied on %s keys, %s lookups (Reconcile).\n\n",
+			thousands(p.Calls), thousands(p.Applied), thousands(p.Keys), thousands(p.Lookups))
+	}
+	if v := r.Resolution; v != nil {
+		fmt.Fprintln(w, "### Held keys and their resolution")
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "- held when the queue had drained (idemctl list --status held): %d keys, %d of them poison; %d dead letters failed as held\n",
+			v.Held, v.HeldPoison, r.Account.HeldDead)
+		fmt.Fprintf(w, "- looked up at the partner (%d lookups) and resolved with idemctl resolve: %d --done, %d --not-done, %d again after being held again\n",
+			v.Lookups, v.Done, v.NotDone, v.Again)
+		fmt.Fprintf(w, "- not-done keys sent once more (poison aside): %d, in %d round(s); held keys applied exactly once in the end: %d of %d\n",
+			v.Redriven, v.Rounds, v.AppliedOnce, v.Held-v.HeldPoison)
+		fmt.Fprintf(w, "- keys applied after the resolution, poison aside: %s of %s\n", thousands(v.AppliedAfter), thousands(r.Keys))
+		fmt.Fprintf(w, "- took %s\n", v.Took.Round(100*time.Millisecond))
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "- **%s**\n", p)
+		}
+		fmt.Fprintln(w)
+	}
 
 	fmt.Fprintln(w, "### Dead-letter queue by reason")
 	fmt.Fprintln(w)
@@ -183,16 +336,48 @@ func section(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 }
 
-// Summary is the short text printed at the end of a run.
+// Summary is the text printed at the end of a run: the runs side by
+// side, then a line per run and its problems.
 func Summary(w io.Writer, runs []*Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "\t")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t", r.Name())
+	}
+	fmt.Fprintln(tw)
+	for _, row := range rows(runs, false) {
+		lines := make([][]string, len(row.cells))
+		n := 1
+		for i, c := range row.cells {
+			lines[i] = strings.Split(c, "\n")
+			n = max(n, len(lines[i]))
+		}
+		for j := range n {
+			label := row.label
+			if j > 0 {
+				label = ""
+			}
+			fmt.Fprintf(tw, "%s\t", label)
+			for i := range lines {
+				cell := ""
+				if j < len(lines[i]) {
+					cell = lines[i][j]
+				}
+				fmt.Fprintf(tw, "%s\t", cell)
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 	for _, r := range runs {
 		verdict := "invariant holds"
 		if len(r.Problems) > 0 {
 			verdict = "INVARIANT BROKEN"
 		}
 		l := r.Account.Latency
-		fmt.Fprintf(w, "%-13s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %s — %s\n",
-			r.Mode, thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
+		fmt.Fprintf(w, "%-19s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %s — %s\n",
+			r.Name(), thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
 			ms(l.P50), ms(l.P99), ms(l.Max), perDelivery(r), r.Account.DoubleEffects, len(r.Account.Unexplained),
 			len(r.Account.Lost), dlqLine(r), verdict)
 		for _, p := range r.Problems {
@@ -211,9 +396,9 @@ func dlqLine(r *Result) string {
 	}
 	parts := make([]string, 0, len(DLQClasses()))
 	for _, class := range DLQClasses() {
-		parts = append(parts, fmt.Sprintf("%s %d", class, r.Account.DLQByClass[class]))
+		parts = append(parts, fmt.Sprintf("%s %s", class, thousands(r.Account.DLQByClass[class])))
 	}
-	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", thousands(n), strings.Join(parts, ", "))
 }
 
 func perDelivery(r *Result) string {

@@ -1,17 +1,20 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
+	"github.com/exactlyonce/sqsidem/integration/internal/partner"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
@@ -37,7 +40,7 @@ const (
 	producerConcurrency = "10"
 )
 
-// Config is one mode's run.
+// Config is one run: a mode, and in lease mode a policy.
 type Config struct {
 	// System says what to run; Run sets NoPoller, the mode and Log.
 	System    system.Config
@@ -66,11 +69,26 @@ type Config struct {
 	// Outage, when it has a length, throttles every DynamoDB request of
 	// the consumers for that long, from Outage.After after the first send.
 	Outage Outage
+	// Policy is a lease-mode run's unknown-outcome policy (Policies;
+	// default PolicyReconcile); transactional mode has none.
+	Policy string
+	// PartnerOutage, when it has a length, takes the partner down (every
+	// call and lookup refused) for that long, from PartnerOutage.After
+	// after the first send (lease mode).
+	PartnerOutage Outage
+	// PartnerSlowFor is how late a slow partner answers (default: the
+	// consumer's function timeout and a second, past any deadline of a
+	// call).
+	PartnerSlowFor time.Duration
+	// Idemctl is the operator's tool (a build of cmd/idemctl), with which
+	// the hold policy's held keys are resolved; required for PolicyHold.
+	Idemctl string
 }
 
-// Result is one mode's run.
+// Result is one run.
 type Result struct {
 	Mode        string
+	Policy      string    // lease mode's unknown-outcome policy; "" in transactional mode
 	Start       time.Time // the first send
 	Keys        int       // plain keys
 	Poison      int
@@ -93,7 +111,26 @@ type Result struct {
 	EndVisible   int // left in the queue when the run ended
 	EndInFlight  int
 	CPU          []CPUUse
-	Problems     []string
+	// Lease is the consumer's function timeout, its lease.
+	Lease time.Duration
+	// Partner is the partner's count of calls and lookups when the queue
+	// had drained (before any resolution); PartnerSlowFor how late a slow
+	// partner answered; PartnerDown the outage as it took place, from the
+	// first send (zero: none).
+	Partner        partner.Stats
+	PartnerSlowFor time.Duration
+	PartnerDown    [2]time.Duration
+	// Resolution is what became of the held keys (hold policy).
+	Resolution *Resolution
+	Problems   []string
+}
+
+// Name is the run's mode and, in lease mode, its policy.
+func (r *Result) Name() string {
+	if r.Policy == "" {
+		return r.Mode
+	}
+	return r.Mode + "/" + r.Policy
 }
 
 // CPUUse is the CPU time one part of the system used during the run.
@@ -111,11 +148,21 @@ func (r *Result) Throughput() float64 {
 }
 
 // Run provisions the stack for one mode, throws the chaos at it, waits
-// for the queue to drain and accounts for every key. It returns an error
+// for the queue to drain and accounts for every key; under the hold policy
+// it then resolves the held keys and sends the not-done ones once more
+// (Resolution). It returns an error
 // when the run could not be carried out (wrapping system.ErrMode when the
 // effect does not implement the mode); a run that breaks the invariant
 // returns a Result with Problems.
 func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
+	leaseMode := cfg.Mode == consumer.ModeLease
+	policy := ""
+	if leaseMode {
+		policy = cmp.Or(cfg.Policy, PolicyReconcile)
+		if policy == PolicyHold && cfg.Idemctl == "" {
+			return nil, ErrNoIdemctl
+		}
+	}
 	logFile, err := os.Create(cfg.LogPath)
 	if err != nil {
 		return nil, err
@@ -131,6 +178,10 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	sc.ConsumerEnv[consumer.EnvFaultPoisonKeys] = strings.Join(plan.PoisonKeys(), ",")
 	sc.ConsumerEnv[consumer.EnvVisibilityTimeout] = "" // unset, whatever the template says
+	if leaseMode {
+		maps.Copy(sc.ConsumerEnv, PolicyEnv(policy))
+	}
+	sc.Partner = append(slices.Clone(sc.Partner), partner.WithSeed(cfg.Seed))
 	if cfg.StoreBackoff {
 		vt, err := queueVisibility(sc.Template)
 		if err != nil {
@@ -155,7 +206,6 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer pools.stop()
 
-	leaseMode := cfg.Mode == consumer.ModeLease
 	dyn := &Dynamo{Rates: cfg.Rates, ReceiptTable: s.Receipts, LeaseMode: leaseMode, Seed: cfg.Seed, Outage: cfg.Outage}
 	s.Requests.SetDecider(dyn.Decider())
 	inv := &Invoker{
@@ -177,15 +227,25 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return pub.Sent(), inv.Deliveries(), int64(out["executed"] + out["unconfirmed"] + out["lease_lost"])
 		}}
 
+	lease := s.Mapping.Function.Timeout
+	var pc *PartnerChaos
+	if leaseMode {
+		pc = &PartnerChaos{Server: s.Partner, Rates: cfg.Rates, SlowFor: cmp.Or(cfg.PartnerSlowFor, lease+time.Second), Outage: cfg.PartnerOutage}
+	}
+
 	cpu0 := cpuSnapshot(s, pools, cfg.Emulators)
 	start := time.Now()
 	dyn.Begin(start)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var bgWG sync.WaitGroup
+	if pc != nil {
+		bgWG.Go(func() { pc.Run(bg, start) })
+	}
 	bgWG.Go(func() { _ = poller.Run(bg) })
 	bgWG.Go(func() { tl.Run(bg, start) })
 	if cfg.Progress != nil {
-		bgWG.Go(func() { progress(bg, cfg.Progress, cfg.Mode, tl, cfg.Every) })
+		name := (&Result{Mode: cfg.Mode, Policy: policy}).Name()
+		bgWG.Go(func() { progress(bg, cfg.Progress, name, tl, cfg.Every) })
 	}
 	stopped := false
 	stop := func() {
@@ -197,8 +257,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	defer stop()
 
-	res := &Result{Mode: cfg.Mode, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed,
-		StoreBackoff: sc.ConsumerEnv[consumer.EnvVisibilityTimeout]}
+	res := &Result{Mode: cfg.Mode, Policy: policy, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed,
+		StoreBackoff: sc.ConsumerEnv[consumer.EnvVisibilityTimeout], Lease: lease}
 	if perr := pub.Run(ctx); perr != nil {
 		res.Problems = append(res.Problems, "publishing stopped: "+perr.Error())
 	}
@@ -211,6 +271,18 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	stop()
+	// The checks and the resolution see the partner and DynamoDB as they
+	// are when nothing goes wrong.
+	var injected []partner.Injection
+	if pc != nil {
+		pc.Stop()
+		from, to := pc.Down()
+		if !from.IsZero() {
+			res.PartnerDown = [2]time.Duration{from.Sub(start), to.Sub(start)}
+		}
+		res.PartnerSlowFor, res.Partner, injected = pc.SlowFor, s.Partner.Stats(), s.Partner.Injected()
+	}
+	s.Requests.SetDecider(nil)
 	cpu1 := cpuSnapshot(s, pools, cfg.Emulators)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil, ctx.Err() // interrupted: clean up, no report
@@ -235,6 +307,21 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	res.Events = inv.Events.All()
 	handed := pub.FirstSend()
 	keyOf := storageKeys(plan, s)
+	var (
+		op   *Operator
+		held map[string]bool
+	)
+	if policy == PolicyHold {
+		op = NewOperator(cfg.Idemctl, s, sc.DynamoURL, sc.SQSURL)
+		skeys, err := op.Held(cctx)
+		if err != nil {
+			return nil, err
+		}
+		var strangers []string
+		if held, strangers = heldKeys(skeys, keyOf); len(strangers) > 0 {
+			res.Problems = append(res.Problems, fmt.Sprintf("%d held records of no key the run sent: %s", len(strangers), head(strangers)))
+		}
+	}
 	appliedAt := map[string]time.Time{}
 	for skey, at := range lambdaLog.Executed() {
 		appliedAt[keyOf[skey]] = at
@@ -243,13 +330,47 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		Plan: plan, Applied: applied, AppliedAt: appliedAt, DeadLetters: dead, Events: res.Events, Windows: lambdaLog.Windows(),
 		KeyOf: keyOf, SentAt: sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished,
 		MalformedIDs: pub.MalformedIDs(), Failures: lambdaLog.Failures(), LeaseMode: leaseMode,
+		Policy: policy, PartnerFaults: injected, Held: held,
 	})
-	res.Problems = append(res.Problems, res.Account.Problems(leaseMode)...)
+	res.Problems = append(res.Problems, res.Account.Problems()...)
 	res.Deliveries, res.Invocations, res.Batches = inv.Deliveries(), inv.Invocations(), inv.Batches()
 	res.Outcomes = lambdaLog.Outcomes()
 	res.Dynamo, res.DynamoFault, res.DynamoTotal = dyn.Counts(), dyn.Faults(), s.Requests.Total()
 	res.Samples = tl.Samples()
 	res.CPU = cpu1.minus(cpu0)
+	if op != nil && derr != nil {
+		res.Problems = append(res.Problems, "the held keys were not resolved: the queue did not drain")
+		op = nil
+	}
+	if op != nil {
+		// The resolution sends keys again and waits for them: time of
+		// its own.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout+maxRounds*cfg.Drain)
+		defer cancel()
+		bodies := map[string]string{}
+		for _, d := range dead {
+			if _, ok := bodies[d.Key]; d.Key != "" && !ok {
+				bodies[d.Key] = d.Body
+			}
+		}
+		rv := &resolver{sys: s, op: op, plan: plan, held: res.Account.Held, bodies: bodies, pollers: cfg.Pollers, drain: cfg.Drain}
+		res.Resolution = rv.run(rctx)
+		res.Problems = append(res.Problems, res.Resolution.Problems...)
+		// Whatever the resolution sent, no key may have had its effect
+		// twice.
+		after, err := s.Applied(rctx, plan.Keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range plan.Keys {
+			if after[k] > 0 && !plan.Poison[k] {
+				res.Resolution.AppliedAfter++
+			}
+		}
+		if twice := appliedAgain(plan.Keys, applied, after); len(twice) > 0 {
+			res.Problems = append(res.Problems, fmt.Sprintf("%d keys applied more than once after the resolution: %s", len(twice), head(twice)))
+		}
+	}
 	return res, nil
 }
 

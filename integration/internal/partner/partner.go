@@ -11,7 +11,12 @@
 //	POST /effects        Idempotency-Key: K, any body → 200 {"key","id","applied"}
 //	GET  /effects/K      → 200 {"key","id","applied":N} when K happened, 404 otherwise
 //	GET  /effects        → 200 {"K":N, ...}: every key's count (the probes' read)
-//	GET  /stats          → 200 {"calls":N,"applied":N,"keys":N}
+//	GET  /stats          → 200 {"calls":N,"applied":N,"keys":N,"lookups":N,
+//	                        "refused":N,"lostReplies":N,"slowReplies":N,
+//	                        "downCalls":N,"downLookups":N} (Stats)
+//
+// Every fault it injects is also logged by key (Injected), so that a run
+// can tell which keys' calls had an unknown outcome and why.
 package partner
 
 import (
@@ -23,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
 )
 
 // KeyHeader is the header that carries the idempotency key.
@@ -33,8 +40,15 @@ const KeyHeader = "Idempotency-Key"
 type Faults struct {
 	// Refuse answers 503 without applying: nothing took place.
 	Refuse float64
-	// LoseReply applies the effect, then closes the connection without an
-	// answer: the caller sees a broken connection.
+	// LoseReply applies the effect, then closes the connection in the
+	// middle of its answer: the caller sees a broken connection. (Cut
+	// after the status line, not before its first byte: Go's transport
+	// replays a request with an Idempotency-Key on a reused connection the
+	// server closed before answering anything — net/http counts the header
+	// as a promise of idempotency — which a partner that honours the key
+	// absorbs, and one that ignores it (IgnoreKey) would count as a
+	// second effect of one call that no receipt can see. A reply lost
+	// half way is lost for every client.)
 	LoseReply float64
 	// Slow applies the effect, then waits SlowFor before answering: past
 	// the caller's deadline, the caller sees a timeout.
@@ -46,8 +60,9 @@ type Faults struct {
 
 // Server is the partner. Its zero value is not usable: Start one.
 type Server struct {
-	srv *http.Server
-	ln  net.Listener
+	srv  *http.Server
+	ln   net.Listener
+	addr string
 
 	mu      sync.Mutex
 	honour  bool // a repeat of a key answers the first answer, without applying again
@@ -55,6 +70,40 @@ type Server struct {
 	rng     *rand.Rand
 	calls   map[string]int // by key: every POST
 	applied map[string]int // by key: every time the effect took place
+	lookups int            // GET /effects/K
+	downGet int            // lookups refused while down
+	log     []Injection
+}
+
+// Kinds of Injection.
+const (
+	InjectRefused   = "refused"    // 503 before applying: nothing took place
+	InjectLostReply = "lost-reply" // applied, its reply cut: the connection closed
+	InjectSlow      = "slow"       // applied, answered SlowFor later (or never, the caller gone)
+	InjectDown      = "down"       // 503 while Down: nothing took place
+)
+
+// Injection is one fault the partner injected into a call of Key.
+type Injection struct {
+	At   time.Time
+	Key  string
+	Kind string // InjectRefused, InjectLostReply, InjectSlow or InjectDown
+	// Applied says whether the call took place all the same (lost reply,
+	// slow): its caller cannot know.
+	Applied bool
+}
+
+// Stats are the partner's counts (GET /stats).
+type Stats struct {
+	Calls       int `json:"calls"`   // POSTs, repeats included
+	Applied     int `json:"applied"` // effects that took place
+	Keys        int `json:"keys"`    // keys applied at least once
+	Lookups     int `json:"lookups"` // GET /effects/K, refused ones included
+	Refused     int `json:"refused"` // calls answered 503 by the Refuse fault
+	LostReplies int `json:"lostReplies"`
+	SlowReplies int `json:"slowReplies"`
+	DownCalls   int `json:"downCalls"`   // calls refused while Down
+	DownLookups int `json:"downLookups"` // lookups refused while Down
 }
 
 // Option configures a Server.
@@ -72,17 +121,23 @@ func WithSeed(seed uint64) Option {
 	return func(s *Server) { s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
 }
 
+// At makes the partner listen on addr (host:port) instead of a free port
+// of 127.0.0.1: where a deployed stack's consumer was told to call it
+// (contract.SuitePartner).
+func At(addr string) Option { return func(s *Server) { s.addr = addr } }
+
 // Start listens on 127.0.0.1 and a free port and serves until Close. By
 // default it honours the idempotency key.
 func Start(opts ...Option) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("partner: listen: %w", err)
-	}
-	s := &Server{ln: ln, honour: true, rng: rand.New(rand.NewPCG(1, 2)), calls: map[string]int{}, applied: map[string]int{}}
+	s := &Server{addr: "127.0.0.1:0", honour: true, rng: rand.New(rand.NewPCG(1, 2)), calls: map[string]int{}, applied: map[string]int{}}
 	for _, opt := range opts {
 		opt(s)
 	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return nil, fmt.Errorf("partner: listen: %w", err)
+	}
+	s.ln = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /effects", s.post)
 	mux.HandleFunc("GET /effects/{key}", s.lookup)
@@ -95,6 +150,20 @@ func Start(opts ...Option) (*Server, error) {
 
 // URL is where the partner answers, e.g. http://127.0.0.1:41234.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Point returns env with every value that names the suite's partner
+// (begins with contract.SuitePartner, as the test profiles' settings do)
+// pointed at this one instead.
+func (s *Server) Point(env map[string]string) map[string]string {
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if rest, ok := strings.CutPrefix(v, contract.SuitePartner); ok {
+			v = s.URL() + rest
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // Close stops the partner.
 func (s *Server) Close() error { return s.srv.Close() }
@@ -116,6 +185,46 @@ func (s *Server) Applied() map[string]int {
 		out[k] = n
 	}
 	return out
+}
+
+// Injected returns every fault injected so far, in order.
+func (s *Server) Injected() []Injection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Injection(nil), s.log...)
+}
+
+// Faults returns the faults in force.
+func (s *Server) Faults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults
+}
+
+// Stats returns the partner's counts.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Keys: len(s.applied), Lookups: s.lookups, DownLookups: s.downGet}
+	for _, n := range s.calls {
+		st.Calls += n
+	}
+	for _, n := range s.applied {
+		st.Applied += n
+	}
+	for _, in := range s.log {
+		switch in.Kind {
+		case InjectRefused:
+			st.Refused++
+		case InjectLostReply:
+			st.LostReplies++
+		case InjectSlow:
+			st.SlowReplies++
+		case InjectDown:
+			st.DownCalls++
+		}
+	}
+	return st
 }
 
 // Calls returns how many calls key's effect had, repeats included.
@@ -143,21 +252,25 @@ func fnv64(s string) uint64 {
 	return h
 }
 
-// draw decides, under s.mu, which fault befalls one call.
-func (s *Server) draw() (refuse, lose bool, slow time.Duration) {
+// draw decides, under s.mu, which fault befalls one call of key, and logs
+// it.
+func (s *Server) draw(key string) (refuse, lose bool, slow time.Duration) {
 	f := s.faults
-	if f.Down {
-		return true, false, 0
-	}
+	kind := ""
 	switch x := s.rng.Float64(); {
+	case f.Down:
+		kind, refuse = InjectDown, true
 	case x < f.Refuse:
-		return true, false, 0
+		kind, refuse = InjectRefused, true
 	case x < f.Refuse+f.LoseReply:
-		return false, true, 0
+		kind, lose = InjectLostReply, true
 	case x < f.Refuse+f.LoseReply+f.Slow:
-		return false, false, f.SlowFor
+		kind, slow = InjectSlow, f.SlowFor
 	}
-	return false, false, 0
+	if kind != "" {
+		s.log = append(s.log, Injection{At: time.Now(), Key: key, Kind: kind, Applied: !refuse})
+	}
+	return refuse, lose, slow
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +281,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[key]++
-	refuse, lose, slow := s.draw()
+	refuse, lose, slow := s.draw(key)
 	if refuse {
 		s.mu.Unlock()
 		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
@@ -181,8 +294,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if lose {
-		// Applied, and the reply is lost: the connection closes unanswered.
+		// Applied, and the reply is lost: the connection closes after
+		// the status line (see Faults.LoseReply).
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_, _ = conn.Write([]byte("HTTP/1.1 200 OK\r\n"))
 			_ = conn.Close()
 			return
 		}
@@ -202,6 +317,10 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	s.mu.Lock()
 	down, n := s.faults.Down, s.applied[key]
+	s.lookups++
+	if down {
+		s.downGet++
+	}
 	s.mu.Unlock()
 	switch {
 	case down:
@@ -214,17 +333,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	calls, applied := 0, 0
-	for _, n := range s.calls {
-		calls += n
-	}
-	for _, n := range s.applied {
-		applied += n
-	}
-	keys := len(s.applied)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]int{"calls": calls, "applied": applied, "keys": keys})
+	writeJSON(w, http.StatusOK, s.Stats())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

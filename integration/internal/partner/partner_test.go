@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,84 @@ func TestFaults(t *testing.T) {
 	s.SetFaults(Faults{Down: true})
 	if code, _ := lookup(t, s.URL(), "lost"); code != 503 {
 		t.Fatalf("lookup while down: %d, want 503", code)
+	}
+}
+
+// TestInjectedAndStats: every fault is logged with its key and whether the
+// call took place all the same; lookups are counted, also while down; the
+// /stats answer is Stats.
+func TestInjectedAndStats(t *testing.T) {
+	s := start(t, IgnoreKey())
+	if code, err := call(t, context.Background(), s.URL(), "ok"); err != nil || code != 200 {
+		t.Fatalf("POST: %d, %v", code, err)
+	}
+	s.SetFaults(Faults{Refuse: 1})
+	_, _ = call(t, context.Background(), s.URL(), "refused")
+	s.SetFaults(Faults{LoseReply: 1})
+	_, _ = call(t, context.Background(), s.URL(), "lost")
+	// Slow with SlowFor 0 answers at once: the fault is logged without a
+	// wait, whatever the machine's load.
+	s.SetFaults(Faults{Slow: 1})
+	_, _ = call(t, context.Background(), s.URL(), "slow")
+	s.SetFaults(Faults{Down: true, LoseReply: 1})
+	if code, _ := call(t, context.Background(), s.URL(), "down"); code != 503 {
+		t.Fatalf("POST while down: %d, want 503", code)
+	}
+	if code, _ := lookup(t, s.URL(), "ok"); code != 503 {
+		t.Fatalf("lookup while down: %d, want 503", code)
+	}
+	if f := s.Faults(); !f.Down || f.LoseReply != 1 {
+		t.Fatalf("Faults() = %+v", f)
+	}
+	s.SetFaults(Faults{})
+	for _, k := range []string{"ok", "lost", "refused"} {
+		lookup(t, s.URL(), k)
+	}
+
+	var got []string
+	for _, in := range s.Injected() {
+		got = append(got, fmt.Sprintf("%s %s %v", in.Key, in.Kind, in.Applied))
+		if in.At.IsZero() {
+			t.Errorf("injection %+v has no time", in)
+		}
+	}
+	want := []string{"refused refused false", "lost lost-reply true", "slow slow true", "down down false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Injected() = %q, want %q", got, want)
+	}
+	wantStats := Stats{Calls: 5, Applied: 3, Keys: 3, Lookups: 4, Refused: 1, LostReplies: 1, SlowReplies: 1, DownCalls: 1, DownLookups: 1}
+	if st := s.Stats(); st != wantStats {
+		t.Fatalf("Stats() = %+v, want %+v", st, wantStats)
+	}
+	resp, err := http.Get(s.URL() + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st != wantStats {
+		t.Fatalf("GET /stats = %+v, %v; want %+v", st, err, wantStats)
+	}
+}
+
+// TestLostReplyNotReplayed: a reply lost on a reused connection is not
+// replayed by Go's transport (which replays a request with an
+// Idempotency-Key when the server closed the connection before answering
+// anything): the call fails, once, and its effect took place once.
+func TestLostReplyNotReplayed(t *testing.T) {
+	s := start(t, IgnoreKey())
+	if code, err := call(t, context.Background(), s.URL(), "warm"); err != nil || code != 200 {
+		t.Fatalf("POST: %d, %v", code, err)
+	}
+	s.SetFaults(Faults{LoseReply: 0.5})
+	for i := range 20 {
+		key := fmt.Sprintf("k%d", i)
+		_, err := call(t, context.Background(), s.URL(), key)
+		if s.Calls(key) != 1 || s.Applied()[key] != 1 {
+			t.Fatalf("%s: %d calls, applied %d (err %v); want one of each", key, s.Calls(key), s.Applied()[key], err)
+		}
+	}
+	if st := s.Stats(); st.LostReplies == 0 {
+		t.Fatalf("no reply lost in 20 calls at 50%%: %+v", st)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
+	"github.com/exactlyonce/sqsidem/integration/internal/partner"
 	"github.com/exactlyonce/sqsidem/integration/internal/provision"
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
@@ -47,6 +48,9 @@ type Config struct {
 	// ConsumerEnv and ProducerEnv are added to the template's variables.
 	ConsumerEnv map[string]string
 	ProducerEnv map[string]string
+	// Partner configures the suite's stand-in for the effect's remote
+	// system (partner.Start); it counts every call, repeats included.
+	Partner []partner.Option
 	// NoPoller leaves the queue alone: the test invokes consumers itself.
 	NoPoller bool
 	// Log receives the Lambdas' raw output (default: discarded).
@@ -64,7 +68,11 @@ type System struct {
 	// else the body's field: the template's IDEM_KEY).
 	Mode, Key string
 	// Probe answers for the effect.
-	Probe    Probe
+	Probe Probe
+	// Partner is the stand-in for the effect's remote system: every
+	// setting whose test value names the suite's partner
+	// (contract.SuitePartner) points here; its faults are the test's.
+	Partner  *partner.Server
 	Consumer *lambdarun.Pool
 	Producer *lambdarun.Pool
 	Poller   *esm.Poller
@@ -123,25 +131,30 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		return nil, err
 	}
 	s.namespace, s.Key, s.Mode = consumerFn.Env[consumer.EnvNamespace], consumerFn.Env[consumer.EnvKey], consumerFn.Env[consumer.EnvMode]
-	consumerEnv := map[string]string{}
-	if cfg.Mode != "" {
+	consumerEnv, fnEnv := map[string]string{}, consumerFn.Env
+	if cfg.Mode != "" && cfg.Mode != s.Mode {
 		s.Mode, consumerEnv[consumer.EnvMode] = cfg.Mode, cfg.Mode
+		fnEnv = suiteSettings(fnEnv, cfg.Mode)
 	}
 	if s.Key == "" {
 		return nil, fmt.Errorf("system: the consumer's environment names no key (%s): %v", consumer.EnvKey, consumerFn.Env)
 	}
-	s.Probe = cfg.NewProbe(ddb, func(k string) string { return consumerFn.Env[k] })
+	if s.Partner, err = partner.Start(append([]partner.Option{partner.IgnoreKey()}, cfg.Partner...)...); err != nil {
+		return nil, fmt.Errorf("system: %w", err)
+	}
+	env := s.lambdaEnv(cfg.SQSURL)
+	consumerEnv = s.Partner.Point(merge(fnEnv, env, consumerEnv, cfg.ConsumerEnv))
+	s.Probe = cfg.NewProbe(ddb, func(k string) string { return consumerEnv[k] })
 
 	logs := cfg.Log
 	if logs == nil {
 		logs = io.Discard
 	}
 	consumerLog := io.MultiWriter(logs, s.Records)
-	env := s.lambdaEnv(cfg.SQSURL)
 	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
 		Name:     "consumer",
 		Binary:   cfg.ConsumerBinary,
-		Env:      merge(consumerFn.Env, env, consumerEnv, cfg.ConsumerEnv),
+		Env:      consumerEnv,
 		Timeout:  consumerFn.Timeout,
 		MemoryMB: consumerFn.MemoryMB,
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
@@ -244,6 +257,9 @@ func (s *System) Close(ctx context.Context) error {
 		if s.Requests != nil {
 			errs = append(errs, s.Requests.Close())
 		}
+		if s.Partner != nil {
+			errs = append(errs, s.Partner.Close())
+		}
 		if s.Stack != nil {
 			errs = append(errs, s.Stack.Teardown(ctx))
 		}
@@ -267,6 +283,23 @@ func (s *System) StorageKey(key string) string {
 		return ""
 	}
 	return g.StorageKey(key)
+}
+
+// suiteSettings is env, the consumer's as the test profile synthesized it
+// in its mode, with the effect's settings as that profile sets them in
+// mode: those that may not be set in mode removed, the suite's value of
+// those that may and have one (contract.Setting).
+func suiteSettings(env map[string]string, mode string) map[string]string {
+	out := merge(env)
+	for _, s := range contract.EffectSettings {
+		switch {
+		case s.Modes != nil && !slices.Contains(s.Modes, mode):
+			delete(out, s.Env)
+		case s.Suite != "" && out[s.Env] == "":
+			out[s.Env] = s.Suite
+		}
+	}
+	return out
 }
 
 func merge(maps ...map[string]string) map[string]string {

@@ -5,11 +5,27 @@
 //	func main() { consumer.Start(setup) }
 //
 //	func setup(ctx context.Context, rt *consumer.Runtime) (consumer.Effect, error) {
-//		table := rt.Env.Required("POINTS_TABLE")
+//		table := rt.Env.Required("PAYMENTS_TABLE")
 //		return consumer.Effect{Tx: func(ctx context.Context, key string, msg events.SQSMessage) (idem.TxEffect, error) {
-//			return idem.TxEffect{Writes: []any{addPoints(table, key, msg.Body)}}, nil
+//			return idem.TxEffect{Writes: []any{charge(table, key, msg.Body)}}, nil
 //		}}, nil
 //	}
+//
+// The mode is the construct's to say and the effect's to implement. This
+// effect is DynamoDB writes (Effect.Tx), so its construct's Config says
+// Mode: consumer.ModeTransactional; under the default mode, lease, Start
+// stops the instance at init ("IDEM_MODE: lease, but the effect has no
+// Lease function"). A lease-mode effect gives Effect.Lease (any side
+// effect) and, when it calls a remote system that can be asked,
+// Effect.Reconcile. The key is the construct's Config.Key, the message
+// attribute, else the body's field, that names the business effect: the
+// construct passes it as IDEM_KEY and outputs it as <id>IdempotencyKey,
+// which idemctl reads to sort a dead-letter queue. Prefer it to
+// Effect.Key, a key function of the effect's own, which the stack cannot
+// name for idemctl (it then needs --key-field). ExampleStart
+// (transactional: its setup runs in Example_charges) and
+// ExampleStart_lease, with infra/exactlyonce's Example and Example_lease,
+// are such pairs.
 //
 // # One configuration story
 //

@@ -18,6 +18,10 @@ const (
 	// EnvFaultPoisonKeys (comma-separated keys) fail the effect every
 	// time: messages that can only end in the dead-letter queue.
 	EnvFaultPoisonKeys = "FAULT_POISON_KEYS"
+	// EnvFaultNoReconcile (true) drops the effect's Reconcile: an unknown
+	// outcome goes straight to the policy (IDEM_UNKNOWN_OUTCOME), to
+	// measure what reconciling saves.
+	EnvFaultNoReconcile = "FAULT_NO_RECONCILE"
 )
 
 // The points at which the fault hook is called.

@@ -28,24 +28,29 @@ var ErrInjected = errors.New("consumer: injected fault")
 // faults are the switches, read with the configuration: a bad one stops
 // the instance like any bad variable.
 type faults struct {
-	hookURL   string
-	failKeys  []string
-	failTimes int
-	poison    []string
+	hookURL     string
+	failKeys    []string
+	failTimes   int
+	poison      []string
+	noReconcile bool
 }
 
 func readFaults(e *Env) faults {
 	return faults{
-		hookURL:   e.HTTPURL(EnvFaultHookURL),
-		failKeys:  e.List(EnvFaultFailKeys),
-		failTimes: e.Int(EnvFaultFailTimes, 1, 0),
-		poison:    e.List(EnvFaultPoisonKeys),
+		hookURL:     e.HTTPURL(EnvFaultHookURL),
+		failKeys:    e.List(EnvFaultFailKeys),
+		failTimes:   e.Int(EnvFaultFailTimes, 1, 0),
+		poison:      e.List(EnvFaultPoisonKeys),
+		noReconcile: e.OneOf(EnvFaultNoReconcile, "false", "true", "false") == "true",
 	}
 }
 
 // wrap returns eff with the switched-on faults around its functions, eff
 // itself if none is on.
 func (f faults) wrap(eff Effect, log *slog.Logger) Effect {
+	if f.noReconcile {
+		eff.Reconcile = nil
+	}
 	if f.hookURL == "" && len(f.failKeys) == 0 && len(f.poison) == 0 {
 		return eff
 	}

@@ -3,7 +3,9 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -11,16 +13,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 func TestReadFaults(t *testing.T) {
 	env := map[string]string{
 		EnvFaultFailKeys: "a, b", EnvFaultFailTimes: "2", EnvFaultHookURL: "http://localhost:9/h", EnvFaultPoisonKeys: "p",
+		EnvFaultNoReconcile: "true",
 	}
 	e := NewEnv(getenv(env))
-	want := faults{hookURL: "http://localhost:9/h", failKeys: []string{"a", "b"}, failTimes: 2, poison: []string{"p"}}
+	want := faults{hookURL: "http://localhost:9/h", failKeys: []string{"a", "b"}, failTimes: 2, poison: []string{"p"}, noReconcile: true}
 	if f := readFaults(e); !reflect.DeepEqual(f, want) || e.Err("t") != nil {
 		t.Errorf("faults = %+v, %v\nwant %+v", f, e.Err("t"), want)
+	}
+	noop := func(context.Context, string, events.SQSMessage) (bool, []byte, error) { return false, nil, nil }
+	if eff := want.wrap(Effect{Reconcile: noop}, slog.New(slog.DiscardHandler)); eff.Reconcile != nil {
+		t.Error("FAULT_NO_RECONCILE=true kept the effect's Reconcile")
+	}
+	if eff := (faults{}).wrap(Effect{Reconcile: noop}, slog.New(slog.DiscardHandler)); eff.Reconcile == nil {
+		t.Error("no fault dropped the effect's Reconcile")
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // An expression of this package is built once per Store and shape with the
 // expression package, then reused: only its values change from call to
 // call. Building it anew for every request cost more CPU than the rest of
-// the Store (see the Performance section of the README).
+// the Store (see docs/performance.md).
 //
 // It is built with a slot name in place of each value; expr then knows which
 // placeholder (":0", ":1", ...) the builder gave each slot, and values fills

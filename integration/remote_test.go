@@ -1,0 +1,465 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
+	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
+)
+
+// The ways a call to a remote system ends without saying whether it took
+// place, and the two ways it does not (copies at the same moment, an
+// outage), each a key of one run per policy (scenarioRemoteEffects).
+const (
+	remoteLost   = "lost"   // the partner applies, the reply is lost (the connection closes)
+	remoteSlow   = "slow"   // the partner applies, the reply comes after the caller gave up (its deadline)
+	remoteKill   = "kill"   // the instance dies right after the call returned
+	remoteDown   = "down"   // the partner refuses the key's first two requests, attempts a visibility timeout apart: longer than the lease
+	remoteCopies = "copies" // 8 copies of the key delivered to 8 instances at the same moment
+)
+
+// remotePolicy is one way to run lease mode's remote effect, and what it
+// guarantees.
+type remotePolicy struct {
+	name  string
+	env   map[string]string
+	check func(t *testing.T, s *system.System, r remoteRun)
+}
+
+// remoteRun is what a run left: each case's key, how many times the
+// partner applied it, its record, and the reasons of its dead letters.
+type remoteRun struct {
+	keys    map[string]string // case → key
+	applied map[string]int    // key → effects
+	records map[string]idem.Record
+	dead    map[string][]string
+	report  system.Report
+}
+
+// scenarioRemoteEffects (lease mode, the template's effect: a call to the
+// partner, which counts every call, repeats included). Each case's fault
+// happens once, on a link between the consumers and the partner (or at
+// the crash point after the call), by event, never by timing. What is
+// checked is each policy's guarantee, not one path through it: on a
+// loaded machine an acquire whose reply timed out although it was
+// written is an unknown outcome too, and a message may use up its
+// receives on store errors and reach the DLQ (with its reason).
+//
+//   - reconcile (the template: Reconcile asks the partner, policy retry):
+//     no double effect; the lost, slow and killed calls, which the partner
+//     applied, are settled by asking it, never by calling it again.
+//   - hold (no Reconcile, policy hold): no double effect; the calls whose
+//     outcome is unknown are HELD, their messages in the DLQ with the
+//     reason; the operator asks the partner, resolves each key with
+//     idemctl (done / not done), redrives the DLQ, and every key is then
+//     applied exactly once.
+//   - retry (no Reconcile, policy retry): the documented window: a call
+//     that was applied but not answered runs again, and only such a call
+//     (the lost, slow and killed ones) is ever applied twice.
+func scenarioRemoteEffects(t *testing.T) {
+	for _, p := range []remotePolicy{
+		{name: "reconcile", check: checkReconciled},
+		{
+			name:  consumer.UnknownHold,
+			env:   map[string]string{consumer.EnvFaultNoReconcile: "true", consumer.EnvUnknownOutcome: consumer.UnknownHold},
+			check: checkHeld,
+		},
+		{name: consumer.UnknownRetry, env: map[string]string{consumer.EnvFaultNoReconcile: "true"}, check: checkRetried},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			runRemote(t, p)
+		})
+	}
+}
+
+// unknownCases are the cases whose first call the partner applied without
+// the caller learning it.
+var unknownCases = []string{remoteLost, remoteSlow, remoteKill}
+
+func checkReconciled(t *testing.T, _ *system.System, r remoteRun) {
+	if r.report.DoubleEffects != 0 {
+		t.Errorf("reconcile: double effects %d (%v); want none", r.report.DoubleEffects, r.report.Doubled)
+	}
+	for _, c := range unknownCases {
+		if k := r.keys[c]; len(r.dead[k]) == 0 && (r.applied[k] != 1 || r.records[k].Status != idem.StatusCompleted) {
+			t.Errorf("reconcile: %s applied %d times, record %s; want once, COMPLETED", c, r.applied[k], r.records[k].Status)
+		}
+	}
+	if r.report.Outcomes["reconciled"] == 0 {
+		t.Errorf("reconcile: outcomes %v; want the calls the partner applied unanswered reconciled", r.report.Outcomes)
+	}
+}
+
+func checkRetried(t *testing.T, _ *system.System, r remoteRun) {
+	twice := 0
+	for c, k := range r.keys {
+		switch n := r.applied[k]; {
+		case n > 1 && !slices.Contains(unknownCases, c):
+			t.Errorf("retry: %s applied %d times; only a call applied unanswered may run again", c, n)
+		case n > 1:
+			twice++
+		}
+	}
+	if twice == 0 {
+		t.Errorf("retry: no call applied unanswered ran again (applied %v): the window this policy leaves is not shown", r.applied)
+	}
+}
+
+func checkHeld(t *testing.T, s *system.System, r remoteRun) {
+	ctx := ctxFor(t, redeliveries(s, 3)+2*time.Minute)
+	if r.report.DoubleEffects != 0 {
+		t.Errorf("hold: double effects %d (%v); want none", r.report.DoubleEffects, r.report.Doubled)
+	}
+	var held []string
+	for c, k := range r.keys {
+		rec := r.records[k]
+		switch {
+		case rec.Status == idem.StatusHeld:
+			held = append(held, k)
+			if !slices.ContainsFunc(r.dead[k], func(reason string) bool { return strings.Contains(reason, "held") }) {
+				t.Errorf("hold: %s is HELD and its dead letters say %q; want the reason held", c, r.dead[k])
+			}
+		case slices.Contains(unknownCases, c) && rec.Status == idem.StatusCompleted:
+			t.Errorf("hold: %s completed although its outcome was unknown and nothing may reconcile it", c)
+		}
+	}
+	if len(held) == 0 {
+		t.Fatalf("hold: no key held; records %v", r.records)
+	}
+	if t.Failed() {
+		return
+	}
+	// The operator: idemctl lists the held keys; the partner says what
+	// happened (the probe's answer is the partner's); idemctl settles each
+	// key not done, then redrives the DLQ. A call the redrive runs again
+	// may meet an unknown outcome in turn (on a loaded machine, a timeout):
+	// held again, settled again, at most three rounds.
+	cli := newSystemCLI(ctx, t, s)
+	out := cli.run(ctx, t, "list", "--status", "held")
+	for _, k := range held {
+		if !strings.Contains(out, s.StorageKey(k)) && !strings.Contains(out, k) {
+			t.Errorf("idemctl list --status held does not list %s:\n%s", k, out)
+		}
+	}
+	var keys []string
+	for _, k := range r.keys {
+		keys = append(keys, k)
+	}
+	records, applied := r.records, r.applied
+	// The check read the dead letters (hidden for a minute): redrive once
+	// they are visible again.
+	dead := len(r.report.DeadLetters)
+	for round := 1; ; round++ {
+		open := 0
+		for _, k := range keys {
+			if st := records[k].Status; st == idem.StatusCompleted || st == "" {
+				continue
+			}
+			open++
+			decision := "--not-done"
+			if applied[k] > 0 {
+				decision = "--done"
+			}
+			cli.run(ctx, t, "resolve", k, decision, "--yes")
+		}
+		if open == 0 {
+			break
+		}
+		if round > 3 {
+			t.Fatalf("hold: %d keys still not done after 3 rounds of resolve and redrive", open)
+		}
+		// --max-attempts: the held records' attempts are the operator's
+		// to judge here, not a poison count.
+		waitVisible(ctx, t, s, s.DLQ.URL, min(dead, open))
+		cli.run(ctx, t, "redrive", "--max-attempts", "100")
+		drain(t, s, redeliveries(s, 4))
+		var err error
+		if applied, err = s.Applied(ctx, keys); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if records[k], _, err = s.Receipt(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if applied[k] > 1 {
+				t.Fatalf("hold: %s applied %d times after resolve and redrive", k, applied[k])
+			}
+		}
+		dead = open
+	}
+	for c, k := range r.keys {
+		if applied[k] != 1 {
+			t.Errorf("hold, resolved and redriven: %s applied %d times, want exactly 1", c, applied[k])
+		}
+	}
+}
+
+func runRemote(t *testing.T, p remotePolicy) {
+	// The effect's settings that name the suite's partner go through the
+	// link instead (whatever the fork calls them).
+	link := newFaultyLink(t)
+	env := map[string]string{}
+	for _, st := range contract.EffectSettings {
+		if rest, ok := strings.CutPrefix(st.Suite, contract.SuitePartner); ok && (st.Modes == nil || slices.Contains(st.Modes, consumer.ModeLease)) {
+			env[st.Env] = link.URL() + rest
+		}
+	}
+	if len(env) == 0 {
+		t.Skip("the effect calls no remote system (no setting names contract.SuitePartner)")
+	}
+	for k, v := range p.env {
+		env[k] = v
+	}
+	s := startSystem(t, system.Config{Consumers: 4, Mode: consumer.ModeLease, ConsumerEnv: env})
+	link.forwardTo(s.Partner.URL())
+	ctx := ctxFor(t, redeliveries(s, 6)+3*time.Minute)
+
+	run := remoteRun{keys: map[string]string{}, records: map[string]idem.Record{}, dead: map[string][]string{}}
+	var ks []string
+	for _, c := range []string{remoteLost, remoteSlow, remoteKill, remoteDown, remoteCopies} {
+		run.keys[c] = "remote-" + p.name + "-" + c
+		ks = append(ks, run.keys[c])
+	}
+	msgs, err := s.Messages(ctx, ks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]system.Message{}
+	for _, m := range msgs {
+		byKey[m.Key] = m
+	}
+	for _, c := range []string{remoteLost, remoteSlow, remoteDown} {
+		link.fail(run.keys[c], c)
+	}
+
+	// The kill first, alone (a SIGKILL ends every record of its batch),
+	// until it happened or the key's attempt was settled otherwise (held:
+	// an acquire that timed out although written leaves an unknown
+	// outcome before the call).
+	kill := run.keys[remoteKill]
+	kills := killOnce(s, consumer.FaultAfterEffect, kill)
+	if err := s.SendRaw(ctx, byKey[kill]); err != nil {
+		t.Fatal(err)
+	}
+	for kills.Load() == 0 && status(s, kill) != idem.StatusHeld {
+		if ctx.Err() != nil {
+			t.Fatal("the crash point was never reached")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The others, and 8 copies of one key at the same moment.
+	sent := []system.Message{byKey[run.keys[remoteLost]], byKey[run.keys[remoteSlow]], byKey[run.keys[remoteDown]]}
+	for range 8 {
+		sent = append(sent, byKey[run.keys[remoteCopies]])
+	}
+	if err := s.SendRaw(ctx, sent...); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, redeliveries(s, 5))
+	run.report = check(t, s, msgs)
+	if run.applied, err = s.Applied(ctx, ks); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range run.report.DeadLetters {
+		run.dead[d.Key] = append(run.dead[d.Key], d.Reason)
+	}
+	for c, k := range run.keys {
+		if run.records[k], _, err = s.Receipt(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s applied %d, record %s after %d attempts, partner calls %d, dead letters %q",
+			p.name, c, run.applied[k], run.records[k].Status, run.records[k].Attempts, s.Partner.Calls(k), run.dead[k])
+	}
+	link.heal()
+	p.check(t, s, run)
+}
+
+// waitVisible waits until queue holds at least n visible messages.
+func waitVisible(ctx context.Context, t *testing.T, s *system.System, queue string, n int) {
+	t.Helper()
+	for {
+		out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]); v >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d visible messages in %s: %v", n, queue, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// status is the status of key's record, "" when it has none (yet).
+func status(s *system.System, key string) idem.Status {
+	rec, _, _ := s.Receipt(context.Background(), key)
+	return rec.Status
+}
+
+// faultyLink stands between the consumers and the partner: it passes
+// every request on, but for a key it was told to fail, fails the key's
+// first call (lost: applied, then the connection closes; slow: applied,
+// then no answer until the caller gives up) or refuses its first two
+// requests, calls and lookups alike (down).
+type faultyLink struct {
+	srv    *httptest.Server
+	client *http.Client
+
+	mu      sync.Mutex
+	target  string
+	faults  map[string]string // key → remoteLost, remoteSlow or remoteDown
+	calls   map[string]int    // POSTs per key
+	refused map[string]int
+}
+
+func newFaultyLink(t *testing.T) *faultyLink {
+	l := &faultyLink{client: &http.Client{Timeout: time.Minute}, faults: map[string]string{}, calls: map[string]int{}, refused: map[string]int{}}
+	l.srv = httptest.NewServer(l)
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+func (l *faultyLink) URL() string { return l.srv.URL }
+
+func (l *faultyLink) forwardTo(target string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.target = target
+}
+
+func (l *faultyLink) fail(key, how string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.faults[key] = how
+}
+
+// heal ends every fault.
+func (l *faultyLink) heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.faults)
+}
+
+func (l *faultyLink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if r.Method == http.MethodGet {
+		key = strings.TrimPrefix(r.URL.Path, "/effects/")
+	}
+	post := r.Method == http.MethodPost
+	l.mu.Lock()
+	fault, target := l.faults[key], l.target
+	if fault == remoteDown && l.refused[key] < 2 {
+		l.refused[key]++
+		l.mu.Unlock()
+		http.Error(w, "partner down", http.StatusServiceUnavailable)
+		return
+	}
+	first := false
+	if post {
+		l.calls[key]++
+		first = l.calls[key] == 1
+	}
+	l.mu.Unlock()
+
+	body, _ := io.ReadAll(r.Body)
+	// The partner gets the call whatever the caller does meanwhile.
+	req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	switch {
+	case post && first && fault == remoteLost:
+		panic(http.ErrAbortHandler) // applied; the connection closes unanswered
+	case post && first && fault == remoteSlow:
+		select { // applied; no answer until the caller gives up
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Minute):
+		}
+		return
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
+}
+
+// systemCLI runs idemctl against a system's stack, as the operator would.
+type systemCLI struct {
+	bin   string
+	env   []string
+	flags []string
+}
+
+func newSystemCLI(ctx context.Context, t *testing.T, s *system.System) *systemCLI {
+	t.Helper()
+	home := t.TempDir()
+	fn := s.Consumer.Function()
+	return &systemCLI{
+		bin: buildIdemctl(ctx, t),
+		env: []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=" + s.Stack.Region,
+			"AWS_CONFIG_FILE=" + filepath.Join(home, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
+			"AWS_EC2_METADATA_DISABLED=true",
+			"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoEndpoint(t), "AWS_ENDPOINT_URL_SQS=" + sqsEndpoint(t),
+			"AWS_ENDPOINT_URL_CLOUDWATCH=http://127.0.0.1:1", "AWS_ENDPOINT_URL_CLOUDFORMATION=http://127.0.0.1:1",
+		},
+		flags: []string{
+			"--table", s.Receipts, "--namespace", fn.Env[consumer.EnvNamespace],
+			"--queue-url", s.Queue.URL, "--dlq-url", s.DLQ.URL, "--key-field", s.Key,
+		},
+	}
+}
+
+// run runs `idemctl CMD <the stack's flags> ARGS...`, which must succeed,
+// and returns its output.
+func (c *systemCLI) run(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, slices.Concat(args[:1], c.flags, args[1:])...)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("$ idemctl %s\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
