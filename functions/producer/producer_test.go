@@ -183,13 +183,20 @@ func TestConcurrentRunsInProgress(t *testing.T) {
 		first <- out
 	}()
 
-	// Wait until the first run holds the three records.
+	// Wait until the first run holds the three records (it acquires
+	// them concurrently: one held says nothing of the others, on a loaded
+	// machine).
 	g, _ := idem.New(store, contract.ProducerNamespace)
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		rec, ok, _ := store.Get(context.Background(), g.StorageKey("c"))
-		if ok && rec.Status == idem.StatusInProgress {
-			break
+	held := func() bool {
+		for _, k := range []string{"a", "b", "c"} {
+			rec, ok, _ := store.Get(context.Background(), g.StorageKey(k))
+			if !ok || rec.Status != idem.StatusInProgress {
+				return false
+			}
 		}
+		return true
+	}
+	for deadline := time.Now().Add(waitLimit); !held(); {
 		if time.Now().After(deadline) {
 			t.Fatal("first run did not acquire")
 		}

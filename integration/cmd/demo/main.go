@@ -295,7 +295,7 @@ func (r *modeRun) print(w io.Writer) {
 	}
 	sort.Strings(ops)
 	if rep.Deliveries > 0 {
-		row("DynamoDB requests", fmt.Sprintf("%d (%s): %.2f per delivery, incl. the effect's writes and the producer's guard", total, strings.Join(ops, ", "), float64(total)/float64(rep.Deliveries)))
+		row("DynamoDB requests", fmt.Sprintf("%d (%s): %.2f per delivery, incl. the producer's guard and, in transactional mode, the effect's writes (lease mode's effect calls the partner)", total, strings.Join(ops, ", "), float64(total)/float64(rep.Deliveries)))
 	}
 	row("dead-letter queue", len(rep.DeadLetters))
 	tw.Flush()
