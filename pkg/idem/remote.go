@@ -16,7 +16,9 @@ import (
 //
 //   - a definite failure (Definite): the remote system refused the
 //     request, nothing took place; the record is released FAILED and the
-//     next delivery runs the effect at once;
+//     next delivery runs the effect at once — unless this attempt took
+//     over an unknown outcome it could not settle: then the record stays
+//     UNKNOWN, since the refusal says nothing of the earlier call;
 //   - any other error, a panic, or a lease that ran out while the effect
 //     ran: an unknown outcome; the record is released UNKNOWN (or left
 //     IN_PROGRESS), and the attempt that takes it over asks the remote
