@@ -360,7 +360,7 @@ deploy-local: npm build-local ## deploy the stack into a LocalStack that keeps r
 			eval "$$(bash integration/scripts/localstack.sh env)"; \
 		fi; \
 		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
-		echo "deploy-local: LocalStack keeps running at $$AWS_ENDPOINT_URL. Use it:  eval \"\$$(bash integration/scripts/localstack.sh env)\"   Stop it:  make localstack-down"; \
+		echo "deploy-local: LocalStack keeps running at $$AWS_ENDPOINT_URL. Use it:  eval \"\$$(bash integration/scripts/localstack.sh env)\"   Stop it:  make localstack-down.   The lease-mode consumer calls the partner at 127.0.0.1:47931: go run ./integration/cmd/partner"; \
 	fi
 
 .PHONY: localstack-up
