@@ -166,12 +166,12 @@ func checkEffect(settings []contract.Setting, mode string, effect map[string]str
 			bad("Effect sets %s, which is not one of the effect's settings (contract.EffectSettings)", name)
 		case s.Valid != nil && !s.Valid(v):
 			bad("Effect: %s=%q is not valid", name, v)
-		case !allowed(s, mode):
+		case !s.AllowedIn(mode):
 			bad("Effect: %s may only be set in %v mode, not %s", name, s.Modes, mode)
 		}
 	}
 	for _, s := range settings {
-		if s.Required && allowed(s, mode) && effect[s.Env] == "" {
+		if s.Required && s.AllowedIn(mode) && effect[s.Env] == "" {
 			bad("%s is required in %s mode: cdk deploy -c %s=%s", s.Context, mode, s.Context, cmp.Or(s.Example, "<value>"))
 		}
 	}
@@ -184,14 +184,9 @@ func checkEffect(settings []contract.Setting, mode string, effect map[string]str
 func suiteEffect(settings []contract.Setting, mode string) map[string]string {
 	effect := map[string]string{}
 	for _, s := range settings {
-		if s.Suite != "" && allowed(s, mode) {
+		if s.Suite != "" && s.AllowedIn(mode) {
 			effect[s.Env] = s.Suite
 		}
 	}
 	return effect
-}
-
-// allowed reports whether s may be set in mode.
-func allowed(s contract.Setting, mode string) bool {
-	return s.Modes == nil || slices.Contains(s.Modes, mode)
 }

@@ -30,7 +30,7 @@ func deployed(cfg Config) Config {
 func requiredIn(settings []contract.Setting, mode string) []contract.Setting {
 	var out []contract.Setting
 	for _, s := range settings {
-		if s.Required && allowed(s, mode) {
+		if s.Required && s.AllowedIn(mode) {
 			out = append(out, s)
 		}
 	}

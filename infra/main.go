@@ -119,7 +119,7 @@ func configure(ctx func(string) string) (Config, string, error) {
 		// Only to synthesize a production profile for its checks (make
 		// cfn-checks): never deployed with these values.
 		for _, s := range contract.EffectSettings {
-			if s.Required && allowed(s, cfg.Mode) && cfg.Effect[s.Env] == "" {
+			if s.Required && s.AllowedIn(cfg.Mode) && cfg.Effect[s.Env] == "" {
 				cfg.Effect[s.Env] = s.Example
 			}
 		}

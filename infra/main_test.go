@@ -77,7 +77,7 @@ func wantSuite(t *testing.T, cfg Config) {
 		t.Errorf("effect settings %v in %s mode, want the suite's %v", cfg.Effect, cfg.Mode, want)
 	}
 	for _, s := range contract.EffectSettings {
-		if s.Suite != "" && allowed(s, cfg.Mode) && cfg.Effect[s.Env] != s.Suite {
+		if s.Suite != "" && s.AllowedIn(cfg.Mode) && cfg.Effect[s.Env] != s.Suite {
 			t.Errorf("%s = %q, want the suite's %q", s.Env, cfg.Effect[s.Env], s.Suite)
 		}
 	}
@@ -134,7 +134,7 @@ func TestConfigureRequiredSettings(t *testing.T) {
 	context := map[string]string{"profile": "test"}
 	want := map[string]string{}
 	for _, s := range contract.EffectSettings {
-		if v := "https://effect.example/" + s.Env; allowed(s, Mode) && (s.Valid == nil || s.Valid(v)) {
+		if v := "https://effect.example/" + s.Env; s.AllowedIn(Mode) && (s.Valid == nil || s.Valid(v)) {
 			context[s.Context], want[s.Env] = v, v
 		}
 	}

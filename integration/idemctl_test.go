@@ -213,9 +213,18 @@ func newCLIWorld(ctx context.Context, t *testing.T, ddb *dynamodb.Client, mq *sq
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	w.env = []string{
+	w.env = cliEnv(home, "us-east-1", ddbURL, sqsURL)
+	w.flags = []string{"--table", w.table, "--namespace", w.ns, "--queue-url", w.queueURL, "--dlq-url", w.dlqURL, "--key-field", "orderId"}
+	return w
+}
+
+// cliEnv is idemctl's environment against the emulators at ddbURL and
+// sqsURL, with home as its HOME and nothing of the machine's AWS
+// configuration.
+func cliEnv(home, region, ddbURL, sqsURL string) []string {
+	return []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=" + region,
 		"AWS_CONFIG_FILE=" + filepath.Join(home, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
 		"AWS_EC2_METADATA_DISABLED=true",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + ddbURL, "AWS_ENDPOINT_URL_SQS=" + sqsURL,
@@ -223,8 +232,6 @@ func newCLIWorld(ctx context.Context, t *testing.T, ddb *dynamodb.Client, mq *sq
 		// back at once to reading the DLQ.
 		"AWS_ENDPOINT_URL_CLOUDWATCH=http://127.0.0.1:1", "AWS_ENDPOINT_URL_CLOUDFORMATION=http://127.0.0.1:1",
 	}
-	w.flags = []string{"--table", w.table, "--namespace", w.ns, "--queue-url", w.queueURL, "--dlq-url", w.dlqURL, "--key-field", "orderId"}
-	return w
 }
 
 // buildIdemctl builds the CLI into a temporary directory.

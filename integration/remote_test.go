@@ -8,19 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
@@ -222,7 +215,7 @@ func runRemote(t *testing.T, p remotePolicy) {
 	link := newFaultyLink(t)
 	env := map[string]string{}
 	for _, st := range contract.EffectSettings {
-		if rest, ok := strings.CutPrefix(st.Suite, contract.SuitePartner); ok && (st.Modes == nil || slices.Contains(st.Modes, consumer.ModeLease)) {
+		if rest, ok := strings.CutPrefix(st.Suite, contract.SuitePartner); ok && st.AllowedIn(consumer.ModeLease) {
 			env[st.Env] = link.URL() + rest
 		}
 	}
@@ -300,13 +293,11 @@ func runRemote(t *testing.T, p remotePolicy) {
 func waitVisible(ctx context.Context, t *testing.T, s *system.System, queue string, n int) {
 	t.Helper()
 	for {
-		out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
-		})
+		visible, _, err := s.Depth(ctx, queue)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]); v >= n {
+		if visible >= n {
 			return
 		}
 		select {
@@ -429,18 +420,10 @@ type systemCLI struct {
 
 func newSystemCLI(ctx context.Context, t *testing.T, s *system.System) *systemCLI {
 	t.Helper()
-	home := t.TempDir()
 	fn := s.Consumer.Function()
 	return &systemCLI{
 		bin: buildIdemctl(ctx, t),
-		env: []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=" + s.Stack.Region,
-			"AWS_CONFIG_FILE=" + filepath.Join(home, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
-			"AWS_EC2_METADATA_DISABLED=true",
-			"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoEndpoint(t), "AWS_ENDPOINT_URL_SQS=" + sqsEndpoint(t),
-			"AWS_ENDPOINT_URL_CLOUDWATCH=http://127.0.0.1:1", "AWS_ENDPOINT_URL_CLOUDFORMATION=http://127.0.0.1:1",
-		},
+		env: cliEnv(t.TempDir(), s.Stack.Region, dynamoEndpoint(t), sqsEndpoint(t)),
 		flags: []string{
 			"--table", s.Receipts, "--namespace", fn.Env[consumer.EnvNamespace],
 			"--queue-url", s.Queue.URL, "--dlq-url", s.DLQ.URL, "--key-field", s.Key,

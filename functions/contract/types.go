@@ -1,5 +1,7 @@
 package contract
 
+import "slices"
+
 // Table is a DynamoDB table the effect writes. infra/stack.go creates each
 // one (on-demand, point-in-time recovery, the stack's encryption), names it
 // in the consumer's variable Env and grants the consumer Actions on it.
@@ -30,6 +32,11 @@ type Setting struct {
 	// the remote system on a fixed loopback address, say); "": those
 	// profiles leave it unset.
 	Suite string
+}
+
+// AllowedIn reports whether s may be set in mode (Modes nil: any).
+func (s Setting) AllowedIn(mode string) bool {
+	return s.Modes == nil || slices.Contains(s.Modes, mode)
 }
 
 // SuitePartner is where the proof's stand-in for a remote system (the

@@ -18,7 +18,7 @@ import (
 func (s *System) WaitIdle(ctx context.Context, progress func(visible, inFlight int)) error {
 	quiet := 0
 	for {
-		visible, inFlight, err := s.depth(ctx, s.Queue.URL)
+		visible, inFlight, err := s.Depth(ctx, s.Queue.URL)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,9 @@ func (s *System) WaitIdle(ctx context.Context, progress func(visible, inFlight i
 	}
 }
 
-func (s *System) depth(ctx context.Context, url string) (visible, inFlight int, err error) {
+// Depth is how many messages of the queue at url are visible and in
+// flight.
+func (s *System) Depth(ctx context.Context, url string) (visible, inFlight int, err error) {
 	return QueueDepth(ctx, s.SQS, url)
 }
 

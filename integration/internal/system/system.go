@@ -293,7 +293,7 @@ func suiteSettings(env map[string]string, mode string) map[string]string {
 	out := merge(env)
 	for _, s := range contract.EffectSettings {
 		switch {
-		case s.Modes != nil && !slices.Contains(s.Modes, mode):
+		case !s.AllowedIn(mode):
 			delete(out, s.Env)
 		case s.Suite != "" && out[s.Env] == "":
 			out[s.Env] = s.Suite
