@@ -14,7 +14,7 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/consumer/effect"
 	"github.com/exactlyonce/sqsidem/functions/contract"
-	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/infra/exactlyonce/cdktest"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 

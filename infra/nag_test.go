@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/infra/exactlyonce/cdktest"
 )
 
 // TestNagClean: the AwsSolutions and Serverless packs report nothing that is

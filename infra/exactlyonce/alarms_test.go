@@ -10,7 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
-	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/infra/exactlyonce/cdktest"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
-	"github.com/exactlyonce/sqsidem/infra/internal/cdktest"
+	"github.com/exactlyonce/sqsidem/infra/exactlyonce/cdktest"
 )
 
 // TestTracing: Config.Tracing sets the consumer's TracingConfig (Active by

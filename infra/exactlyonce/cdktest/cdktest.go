@@ -1,6 +1,18 @@
-// Package cdktest holds what the infra tests share: one jsii runtime per
-// test binary, a dummy Lambda asset, and a synthesized template parsed into
-// Go maps for the checks CDK's assertions cannot express.
+// Package cdktest helps test a CDK app that uses the construct, in Go: one
+// jsii runtime per test binary (Main), a dummy Lambda asset (Code), and a
+// synthesized template parsed into Go maps (Synth, Template) for the checks
+// CDK's assertions cannot express. The construct's own tests and the
+// template's use it; so can a team's:
+//
+//	func TestMain(m *testing.M) { cdktest.Main(m) }
+//
+//	func TestStack(t *testing.T) {
+//		app := awscdk.NewApp(nil)
+//		stack := awscdk.NewStack(app, jsii.String("S"), nil)
+//		exactlyonce.NewConsumer(stack, "Orders", exactlyonce.Config{Code: cdktest.Code(), ...})
+//		fn := cdktest.Synth(t, stack).One(t, "AWS::Lambda::Function", "Orders")
+//		...
+//	}
 package cdktest
 
 import (
