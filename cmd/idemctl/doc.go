@@ -36,7 +36,7 @@
 //
 // Keys are hashed as the consumer's Guard hashes them (Guard.StorageKey);
 // with --storage-key, inspect and resolve take the storage key itself, as
-// list prints it and the consumer logs it (record_key). States: completed,
+// list prints it and the consumer logs it (storage_key). States: completed,
 // in-progress (lease live), unconfirmed (in progress, lease ended: the
 // effect may have run and nobody confirmed it), failed (a definite
 // failure: the effect did not take place), unknown (the last attempt's

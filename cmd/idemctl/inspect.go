@@ -23,7 +23,7 @@ func inspectCommand() *command {
 		name: "inspect", args: "KEY...",
 		summary: "what each key's record says: status, attempts, lease, error, result, retention, what it means, and whether its message is in the DLQ and what redrive does with it; exits 1 when a KEY has no record",
 		flags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&f.storageKeys, "storage-key", false, "the KEYs are storage keys (namespace#sha256), as list prints them and the consumer logs them (record_key)")
+			fs.BoolVar(&f.storageKeys, "storage-key", false, "the KEYs are storage keys (namespace#sha256), as list prints them and the consumer logs them (storage_key)")
 			fs.BoolVar(&f.noDLQ, "no-dlq", false, "do not look for the keys' messages in the dead-letter queue")
 			fs.IntVar(&f.maxPeek, "max-peek", defaultMaxPeek, "read at most this many DLQ messages")
 		},

@@ -29,7 +29,7 @@ func goTypeClass(lastError string) bool {
 }
 
 // goTypeNote says what a lastError of Go types is, and where its reason is.
-const goTypeNote = `the error's Go type: the effect gave it no class, so the reason is only in the consumer's log ("record failed", by record_key); an effect names its failures with idem.Classify`
+const goTypeNote = `the error's Go type: the effect gave it no class, so the reason is only in the consumer's log ("record failed", by storage_key); an effect names its failures with idem.Classify`
 
 // lastErrorNote is goTypeNote for a lastError of Go types, else "".
 func lastErrorNote(lastError string) string {

@@ -41,7 +41,7 @@ func TestLastErrorWithoutClass(t *testing.T) {
 	h.put("named", named)
 	h.sqs.add(h.dlqURL, body("bare", 0), h.now, nil)
 
-	const note = "the error's Go type: the effect gave it no class, so the reason is only in the consumer's log (\"record failed\", by record_key); an effect names its failures with idem.Classify"
+	const note = "the error's Go type: the effect gave it no class, so the reason is only in the consumer's log (\"record failed\", by storage_key); an effect names its failures with idem.Classify"
 	h.run("inspect", "bare", "named", "--stack", testStack)
 	for _, want := range []string{"last error  *errors.errorString (" + note + ")\n", "last error  provider-timeout\n"} {
 		if !strings.Contains(h.out.String(), want) {

@@ -94,7 +94,7 @@ func relative(now, t time.Time) string {
 func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 
 // shownKey is a storage key fit to print: a hashed one as it is (it is
-// what the consumer logs as record_key, and what `--storage-key` takes);
+// what the consumer logs as storage_key, and what `--storage-key` takes);
 // a plain one (idem.WithPlainKeys) holds a business key, so only its
 // length is shown, unless --show-keys.
 func (a *app) shownKey(skey string) string {

@@ -190,7 +190,7 @@ func (rc *receipts) prefix() string { return rc.namespace + idem.KeySeparator }
 
 // storageKey is the storage key of a key the operator typed: hashed as the
 // consumer's Guard hashes it, or, with --storage-key, taken as it is (as
-// `list` prints it and the consumer logs it as record_key).
+// `list` prints it and the consumer logs it as storage_key).
 func (rc *receipts) storageKey(arg string, storage bool) (string, error) {
 	if storage {
 		if !strings.HasPrefix(arg, rc.prefix()) || len(arg) == len(rc.prefix()) {

@@ -26,7 +26,7 @@ func resolveCommand() *command {
 			fs.BoolVar(&f.done, "done", false, "the effect happened: write the receipt (COMPLETED); every later copy is skipped")
 			fs.BoolVar(&f.notDone, "not-done", false, "the effect did not happen: release the record (FAILED); the next copy runs it")
 			fs.BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
-			fs.BoolVar(&f.storageKey, "storage-key", false, "KEY is a storage key (namespace#sha256), as list prints it and the consumer logs it (record_key)")
+			fs.BoolVar(&f.storageKey, "storage-key", false, "KEY is a storage key (namespace#sha256), as list prints it and the consumer logs it (storage_key)")
 			fs.DurationVar(&f.retention, "retention", consumer.DefaultRetention, "how long the consumer keeps receipts (the construct's ReceiptRetention): the expiry given to a record that has none (a held one)")
 		},
 		run: func(ctx context.Context, a *app, args []string) error { return a.resolve(ctx, f, args) },

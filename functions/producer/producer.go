@@ -171,7 +171,7 @@ func (p *Producer) Handle(ctx context.Context, in Input) (Output, error) {
 		default:
 			out.Failed++
 			out.Failures = append(out.Failures, Failure{Key: r.key, Reason: r.err.Error()})
-			log.WarnContext(ctx, "message not sent", slog.String("record_key", p.guard.StorageKey(r.key)),
+			log.WarnContext(ctx, "message not sent", slog.String("storage_key", p.guard.StorageKey(r.key)),
 				slog.String("outcome", r.outcome.String()), slog.String("error", r.err.Error()))
 		}
 	}

@@ -58,7 +58,7 @@ var (
 	messageKey = []byte(`"message_id":"`)
 	outcomeKey = []byte(`"outcome":"`)
 	timeKey    = []byte(`"time":"`)
-	recordKey  = []byte(`"record_key":"`)
+	recordKey  = []byte(`"storage_key":"`)
 	lateAnswer = [][]byte{[]byte(`deadline exceeded`), []byte(`canceled`)}
 )
 
@@ -117,7 +117,7 @@ func (l *LambdaLog) line(b []byte) {
 	var rec struct {
 		Time      time.Time `json:"time"`
 		MessageID string    `json:"message_id"`
-		RecordKey string    `json:"record_key"`
+		RecordKey string    `json:"storage_key"`
 		Error     string    `json:"error"`
 	}
 	if k < 0 || json.Unmarshal(b[k:], &rec) != nil {

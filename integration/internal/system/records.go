@@ -23,7 +23,7 @@ type Line struct {
 	Outcome   string `json:"outcome"`
 	Attempts  int    `json:"attempts"`
 	Error     string `json:"error"`
-	RecordKey string `json:"record_key"`
+	RecordKey string `json:"storage_key"`
 	Msg       string `json:"msg"`
 }
 

@@ -429,7 +429,7 @@ func TestLogs(t *testing.T) {
 		if entry["request_id"] != "req-123" {
 			t.Errorf("line without request id: %s", line)
 		}
-		if entry["record_key"] != g.StorageKey(map[string]string{"ok": "good", "ko": "bad"}[entry["message_id"].(string)]) {
+		if entry["storage_key"] != g.StorageKey(map[string]string{"ok": "good", "ko": "bad"}[entry["message_id"].(string)]) {
 			t.Errorf("line without the storage key: %s", line)
 		}
 		levels[entry["message_id"].(string)] = entry["level"].(string)

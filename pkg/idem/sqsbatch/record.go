@@ -215,7 +215,7 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 	if r.Key != "" {
 		// The storage key: hashed unless the Guard uses plain keys, and what
 		// an operator looks up in the table.
-		attrs = append(attrs, slog.String("record_key", h.guard.StorageKey(r.Key)))
+		attrs = append(attrs, slog.String("storage_key", h.guard.StorageKey(r.Key)))
 	}
 	if r.Outcome == idem.Unconfirmed {
 		// Done, but its receipt is missing: a later copy of the message

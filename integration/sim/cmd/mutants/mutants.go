@@ -205,7 +205,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "sqsbatch: a failed record deleted on its last receive",
-		file: "pkg/idem/sqsbatch/lastdelete.go",
+		file: "pkg/idem/sqsbatch/delete.go",
 		old:  "if h.opts.deleter == nil || r.Failed ||",
 		new_: "if h.opts.deleter == nil ||",
 	},
