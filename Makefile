@@ -36,6 +36,13 @@ GO_SOURCES     := $(shell find pkg functions -name '*.go' -not -name '*_test.go'
 LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/... ./pkg/idem/redisstore/... ./pkg/idem/consumer/... ./pkg/idem/otelidem/...
 # The operator CLI, its own module too.
 TOOLS          := ./cmd/idemctl/...
+# The CDK construct, its own module too (CDK tests: unit-infra, vet-infra).
+CONSTRUCT      := ./infra/exactlyonce/...
+# The example applications, each its own module as a team's would be, built
+# against the working tree (their replace lines; GOWORK=off). Their root
+# package holds the effect and its tests, consumer/ the Lambda's main,
+# infra/ the team's CDK app.
+EXAMPLES       := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 # The fault switches of the integration suite compile only with this tag
 # (the suite's host binaries have it; what is deployed never does); these
 # packages have them, and their tests run with and without it.
@@ -124,15 +131,15 @@ unit-go:
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
 	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
 	$(UNIT_GO) $(RACE) -tags $(FAULTS_TAG) $(FAULTS)
-	@# The second application (its own module, as a team's would be).
-	@# (its infra and consumer packages have no tests: lint vets them).
-	cd examples/hotel && GOWORK=off $(UNIT_GO) $(RACE) .
+	@# The example applications (their CDK apps: unit-infra).
+	for d in $(EXAMPLES); do (cd $$d && GOWORK=off $(UNIT_GO) $(RACE) . ./consumer/...) || exit 1; done
 
 .PHONY: unit-infra
 unit-infra:
 	@# infra without -race: jsii-runtime-go's Close races with its own watcher,
 	@# and a -race build of the CDK bindings costs minutes for nothing of ours.
-	go test ./infra/...
+	go test ./infra/... $(CONSTRUCT)
+	for d in $(EXAMPLES); do (cd $$d && GOWORK=off go test ./infra/...) || exit 1; done
 
 .PHONY: synth
 synth: npm $(BOOTSTRAPS) ## synthesize the stack into cdk.out (the effect's required settings in CONTEXT='-c effectUrl=…')
@@ -164,14 +171,15 @@ test-steps:
 	@$(TIER) hostexec $(MAKE) --no-print-directory test-hostexec
 	@# The suite on the emulators waits for visibility timeouts for much of
 	@# its second half (a third of both cores idle, measured): the simulator
-	@# (100,000 schedules) and the CDK assertion tests run alongside at a
-	@# lower priority, on the CPU the scenarios leave (both run whatever
-	@# the other's outcome). Not the lowest: beside two busy loops at normal
+	@# (100,000 schedules), the CDK assertion tests and the release check
+	@# (which reuses their CDK compile) run alongside at a lower priority,
+	@# on the CPU the scenarios leave (each whatever the others' outcome). Not the lowest: beside two busy loops at normal
 	@# priority, nice 19 left the simulator 1.4% of a core, and it ran out
 	@# of its 10 minutes (loaded.sh, 2026-11-27); nice 10 leaves it a tenth.
 	$(TIER) emulator-phase bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
 		nice -n 10 bash -c '$(TIER) simulator $(MAKE) --no-print-directory sim; sim=$$?; \
-			$(TIER) cdk $(MAKE) --no-print-directory unit-infra && exit $$sim' -- \
+			$(TIER) cdk $(MAKE) --no-print-directory unit-infra; cdk=$$?; \
+			$(TIER) release-check $(MAKE) --no-print-directory release-check && [ $$cdk = 0 ] && exit $$sim' -- \
 		$(TIER) emulators $(EMULATOR_GO)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
 	@# then the real stacks deployed, driven and destroyed, on one instance.
@@ -222,8 +230,9 @@ sim: ## the simulator: SIM_SEEDS schedules (100,000) from SIM_FIRST (1), e.g. ma
 	go test -count=1 -timeout 30m -run '^TestSimulate$$' -v ./integration/sim/ -sim.seeds $(SIM_SEEDS) -sim.first $(SIM_FIRST) | grep -vE '^ *(=== |--- PASS: TestSimulate/)'
 
 .PHONY: mutants
-mutants: ## apply each deliberate bug alone and show the simulator catches it (table: bug -> seeds until caught)
-	go run ./integration/sim/cmd/mutants
+mutants: ## apply each deliberate bug alone and show the simulator catches it (table: bug -> seeds until caught; also in .cache/mutants.log for make docs-tables)
+	@mkdir -p $(CACHE)
+	go run ./integration/sim/cmd/mutants | tee $(CACHE)/mutants.log
 
 .PHONY: e2e-example
 e2e-example: npm ## deploy examples/hotel into LocalStack, drive duplicates through its event source mapping, destroy
@@ -291,7 +300,7 @@ vet-go:
 	go vet $(RACE) -trimpath $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
 	go vet $(RACE) -trimpath -tags $(FAULTS_TAG) $(FAULTS)
 	go vet $(RACE) -trimpath -tags integration ./integration/...
-	cd examples/hotel && GOWORK=off go vet $(RACE) -trimpath . ./consumer/... && GOWORK=off go vet $(RACE) -trimpath -tags e2e . ./consumer/...
+	for d in $(EXAMPLES); do (cd $$d && GOWORK=off go vet $(RACE) -trimpath . ./consumer/... && GOWORK=off go vet $(RACE) -trimpath -tags e2e . ./consumer/...) || exit 1; done
 	@# Tracked and new files that exist (a deletion not yet committed is listed but gone).
 	@out=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); \
 		if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
@@ -300,15 +309,26 @@ vet-go:
 
 .PHONY: vet-infra
 vet-infra:
-	go vet ./infra/...
-	cd examples/hotel && GOWORK=off go vet ./infra/...
+	go vet ./infra/... $(CONSTRUCT)
+	for d in $(EXAMPLES); do (cd $$d && GOWORK=off go vet ./infra/...) || exit 1; done
 
 .PHONY: lint
 lint: vet ## vet, then staticcheck (when it installs)
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
-		go run $(STATICCHECK) ./... $(LIBRARY) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
+		go run $(STATICCHECK) ./... $(LIBRARY) $(CONSTRUCT) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
 		go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
+
+# The figures of docs/ that runs print: from the last make test (TEST_LOGS)
+# and the last make mutants (.cache/mutants.log). DOCS_FLAGS, e.g.
+# DOCS_FLAGS="--loaded --note 'fresh clone'".
+.PHONY: docs-tables
+docs-tables: ## rewrite the docs' tables and figures from the last make test (TEST_LOGS) and make mutants (.cache/mutants.log)
+	bash integration/scripts/doc-tables.sh $(DOCS_FLAGS)
+
+.PHONY: release-check
+release-check: ## the release as a team gets it (docs/releasing.md): the modules at CHANGELOG.md's version from a proxy on disk, every example built and vetted outside the repository, go install idemctl@version
+	go run ./integration/cmd/release
 
 .PHONY: synth-hardened
 synth-hardened: npm $(BOOTSTRAPS) ## synthesize the hardened profile (customer-managed KMS key, reserved concurrency) into cdk.hardened.out

@@ -19,18 +19,20 @@ require (
 	github.com/aws/jsii-runtime-go v1.140.0
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/otelidem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
+	github.com/exactlyonce/sqsidem/infra/exactlyonce v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/otelidem v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/yuin/gopher-lua v1.1.2
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.46.0
 	go.opentelemetry.io/otel/sdk v1.46.0
 	go.opentelemetry.io/otel/trace v1.46.0
+	golang.org/x/mod v0.39.0
 )
 
 require (
@@ -44,6 +46,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.24 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.10 // indirect
+	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
@@ -63,7 +66,6 @@ require (
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
-	golang.org/x/mod v0.39.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260811182544-a038080d80e5 // indirect
@@ -75,10 +77,12 @@ require (
 // The library is its own modules (pkg/idem, pkg/idem/dynamostore,
 // pkg/idem/sqsbatch, pkg/idem/redisstore, the consumer runtime
 // pkg/idem/consumer, and the OpenTelemetry adapter pkg/idem/otelidem), so
-// that a user's go get pulls no CDK. In this repository they are built
-// from their directories; go.work does the same for commands run inside
-// them.
+// that a user's go get pulls no CDK; the construct infra/exactlyonce is one
+// too, so that a team's stack pulls none of this template's functions or
+// integration suite. In this repository they are built from their
+// directories; go.work does the same for commands run inside them.
 replace (
+	github.com/exactlyonce/sqsidem/infra/exactlyonce => ./infra/exactlyonce
 	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer => ./pkg/idem/consumer
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore

@@ -17,9 +17,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.2
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
 	github.com/aws/jsii-runtime-go v1.140.0
-	github.com/exactlyonce/sqsidem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.2.0
+	github.com/exactlyonce/sqsidem/infra/exactlyonce v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.3.0
 )
 
 require (
@@ -33,6 +33,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.24 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.10 // indirect
+	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
@@ -44,9 +45,9 @@ require (
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2 // indirect
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v54 v54.11.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0 // indirect
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0 // indirect
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0 // indirect
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -67,11 +68,10 @@ require (
 // sqsidem the graph may name, from the working tree. A copy outside the
 // repository drops these lines and requires released versions.
 replace (
-	github.com/exactlyonce/sqsidem => ../../
+	github.com/exactlyonce/sqsidem/infra/exactlyonce => ../../infra/exactlyonce
 	github.com/exactlyonce/sqsidem/pkg/idem => ../../pkg/idem
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer => ../../pkg/idem/consumer
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ../../pkg/idem/dynamostore
-	github.com/exactlyonce/sqsidem/pkg/idem/otelidem => ../../pkg/idem/otelidem
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore => ../../pkg/idem/redisstore
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ../../pkg/idem/sqsbatch
 )

@@ -99,7 +99,7 @@ func (c *Consumer) addAlarms(id string) {
 	alarm("AlarmConsumerErrors", "list --status unconfirmed %s",
 		"The consumer function crashed or timed out.",
 		c.Function.MetricErrors(opts("Sum")), 0, 1, 1)
-	alarm("AlarmLeaseLost", "inspect --storage-key <record_key> %s, for each record_key logged with outcome=lease_lost",
+	alarm("AlarmLeaseLost", "inspect --storage-key <storage_key> %s, for each storage_key logged with outcome=lease_lost",
 		"An effect outlived its lease and another attempt took the key over (LeaseLost): the effect may have run twice. Raise FunctionTimeout or make the effect faster.",
 		c.OutcomeMetric(consumer.MetricLeaseLost), 0, 1, 1)
 	alarm("AlarmUnconfirmed", "list --status unconfirmed %s",

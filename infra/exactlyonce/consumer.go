@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -37,10 +38,25 @@ type ConsumerProps struct {
 	// (derivedEnvironment); LOG_LEVEL defaults to INFO, and the runtime's
 	// other variables (LOG_BODIES, IDEM_LEASE, IDEM_CACHE_SIZE) may be set.
 	Environment map[string]*string
+	// Secrets hands the function secrets, by variable: the variable holds
+	// the secret's ARN, and the function's role may read that secret
+	// (GrantRead; when CDK knows the secret's customer-managed key, also
+	// decrypt with it through Secrets Manager). The function reads the value at init,
+	// with pkg/idem/consumer's Runtime.Secret(ctx, name): the value is in
+	// neither the template nor the function's configuration. A name may be
+	// neither one the runtime reads (consumer.Variables) nor one
+	// Environment sets.
+	Secrets map[string]awssecretsmanager.ISecret
 	// Key, if set, encrypts the queues, the receipt table, the log group and
 	// the function's environment with this customer-managed key (see
 	// NewKey) instead of AWS-managed keys; the consumer's role may use it.
 	Key awskms.IKey
+	// Nag applies cdk-nag's AwsSolutions and Serverless packs (the ones
+	// this repository's app is kept clean against) to the construct's own
+	// resources, so that a finding is reported when the app synthesizes:
+	// a clean consumer reports nothing. Leave it off when the app applies
+	// the packs to the whole stack, or each finding shows twice.
+	Nag bool
 }
 
 // Consumer is an exactly-once SQS consumer: a queue with a dead-letter
@@ -86,6 +102,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	if env := overlap(props.Environment, derivedEnvironment()); len(env) > 0 {
 		errs = append(errs, fmt.Errorf("props.Environment must not set %s: NewConsumer derives them from Config", strings.Join(env, ", ")))
 	}
+	errs = append(errs, checkSecrets(props))
 	if err := errors.Join(errs...); err != nil {
 		panic(fmt.Sprintf("exactlyonce: invalid consumer %q: %v", id, err))
 	}
@@ -99,6 +116,9 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	c.addAlarms(id)
 	c.addDashboard()
 	c.addOutputs(id)
+	if props.Nag {
+		applyNag(c)
+	}
 	return c
 }
 
@@ -131,7 +151,7 @@ func (c *Consumer) addQueues() {
 	// it; the Serverless pack does not, hence one suppression.
 	cdknag.NagSuppressions_AddResourceSuppressions(c.DeadLetterQueue, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("Serverless-SQSRedrivePolicy"),
-		Reason: jsii.String("This queue is itself the dead-letter queue of the orders queue; failed messages stay here for an operator to inspect and redrive."),
+		Reason: jsii.String("This queue is itself the consumer's dead-letter queue: messages that failed MaxReceiveCount times stay here for an operator to inspect and redrive."),
 	}}, jsii.Bool(true))
 }
 
@@ -155,6 +175,9 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	env := map[string]*string{consumer.EnvLogLevel: jsii.String(consumer.DefaultLogLevel)}
 	for k, v := range props.Environment {
 		env[k] = v
+	}
+	for name, secret := range props.Secrets {
+		env[name] = secret.SecretArn()
 	}
 	env[consumer.EnvTable] = c.Receipts.TableName()
 	env[consumer.EnvNamespace] = jsii.String(cfg.Namespace)
@@ -181,9 +204,12 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 		RemovalPolicy:       cfg.RemovalPolicy,
 		Key:                 c.key,
 		Tracing:             cfg.Tracing,
-		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the orders queue's redrive DLQ.",
+		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the consumer's dead-letter queue through its queue's redrive policy.",
 	})
 	c.Receipts.Grant(c.Function, *jsii.Strings(receiptActions...)...)
+	for _, secret := range props.Secrets {
+		secret.GrantRead(c.Function, nil)
+	}
 	// Receiving from the SSE-KMS queue (kms:Decrypt) and reading and
 	// writing receipts.
 	grantKey(c.key, c.Function, tableKeyActions)
@@ -199,7 +225,7 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	// The mapping is a child of the function (reached by applyToChildren).
 	cdknag.NagSuppressions_AddResourceSuppressions(c.Function, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("Serverless-LambdaEventSourceMappingDestination"),
-		Reason: jsii.String("SQS event source mappings do not support OnFailure destinations; failed messages go to the queue's redrive DLQ after MaxReceiveCount receives."),
+		Reason: jsii.String("SQS event source mappings do not support OnFailure destinations; failed messages go to the consumer's dead-letter queue after MaxReceiveCount receives."),
 	}}, jsii.Bool(true))
 }
 
@@ -260,7 +286,7 @@ func PointInTimeRecovery() *awsdynamodb.PointInTimeRecoverySpecification {
 	return &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)}
 }
 
-func overlap(env map[string]*string, names []string) []string {
+func overlap[V any](env map[string]V, names []string) []string {
 	var found []string
 	for _, n := range names {
 		if _, ok := env[n]; ok {

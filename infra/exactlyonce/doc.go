@@ -20,8 +20,8 @@
 // receipt table, namespace, mode, unknown-outcome policy, key, retention,
 // safety margin, batch concurrency and maxReceiveCount come from Config;
 // the effect's own
-// variables come from ConsumerProps.Environment, and its tables are
-// granted by the caller:
+// variables come from ConsumerProps.Environment, its secrets from
+// ConsumerProps.Secrets, and its tables are granted by the caller:
 //
 //	charges := exactlyonce.NewConsumer(stack, "Charges", &exactlyonce.ConsumerProps{
 //		Code: awslambda.Code_FromAsset(jsii.String("build/charges"), nil),
@@ -93,9 +93,17 @@
 // their cdk-nag suppression) out of the role. NewFunction takes the same
 // choice in FunctionProps.Tracing.
 //
+// Secrets: ConsumerProps.Secrets names Secrets Manager secrets by
+// variable; the variable holds the secret's ARN and the role may read it,
+// and the function reads the value at init (pkg/idem/consumer's
+// Runtime.Secret), so that a token is never in the template or the
+// function's configuration.
+//
 // cdk-nag's AwsSolutions and Serverless packs report nothing on these
 // resources with the default Config; each suppression carries its reason.
-// With Tracing other than Active, the Serverless pack's LambdaTracing rule
-// reports the function: that is the choice made, and suppressing it (with
-// the team's reason) is left to the team.
+// ConsumerProps.Nag applies both packs to the construct's own resources,
+// so that a team's app sees any finding at synth without applying them to
+// its whole stack. With Tracing other than Active, the Serverless pack's
+// LambdaTracing rule reports the function: that is the choice made, and
+// suppressing it (with the team's reason) is left to the team.
 package exactlyonce

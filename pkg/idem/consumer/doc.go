@@ -38,6 +38,15 @@
 // effect's own (read with Runtime.Env) included, and the instance does not
 // start: Lambda reports an init error and the messages stay in the queue.
 //
+// # Secrets
+//
+// An API token is no environment variable: the construct's
+// ConsumerProps.Secrets puts a Secrets Manager secret's ARN in a variable
+// and lets the function read that secret, and Setup reads its value once,
+// at cold start, with Runtime.Secret (rt.Secret(ctx, "SMS_TOKEN")). A
+// secret that cannot be read is a problem of its variable, reported at
+// init with the others.
+//
 // # Modes
 //
 // IDEM_MODE=lease runs Effect.Lease under a lease: any side effect, at

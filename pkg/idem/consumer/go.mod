@@ -6,16 +6,18 @@ require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
+	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
+	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
 require (
-	github.com/aws/aws-sdk-go-v2/credentials v1.20.15 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.19 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression v1.10.7 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.7 // indirect
@@ -27,7 +29,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.3 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
@@ -37,6 +38,9 @@ type Runtime struct {
 	DynamoDB *dynamodb.Client
 	// Env reads the effect's own variables: rt.Env.Required("POINTS_TABLE").
 	Env *Env
+	// SecretsManager reads the effect's secrets (Secret); Start sets a
+	// client of AWS.
+	SecretsManager SecretsManagerAPI
 	// Logger is the runtime's: JSON, at LOG_LEVEL.
 	Logger *slog.Logger
 }
@@ -70,7 +74,10 @@ func build(ctx context.Context, setup Setup, getenv func(string) string, opts ..
 	if err != nil {
 		return nil, fmt.Errorf("consumer: AWS configuration: %w", err)
 	}
-	rt := &Runtime{Config: cfg, AWS: awsCfg, DynamoDB: dynamodb.NewFromConfig(awsCfg), Env: env, Logger: o.logger}
+	rt := &Runtime{
+		Config: cfg, AWS: awsCfg, DynamoDB: dynamodb.NewFromConfig(awsCfg), Env: env, Logger: o.logger,
+		SecretsManager: secretsmanager.NewFromConfig(awsCfg),
+	}
 	// A team's own WithBatchOptions come after, and may replace these.
 	q := &queue{client: sqs.NewFromConfig(awsCfg)}
 	opts = append([]Option{WithBatchOptions(sqsbatch.WithVisibility(q), sqsbatch.WithRequeue(q), sqsbatch.WithDelete(q))}, opts...)

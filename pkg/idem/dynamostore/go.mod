@@ -8,7 +8,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression v1.10.7
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/aws/smithy-go v1.28.8
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 )
 
 require (

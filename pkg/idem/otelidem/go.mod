@@ -4,8 +4,8 @@ go 1.26
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
-	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/sdk v1.46.0
 	go.opentelemetry.io/otel/trace v1.46.0

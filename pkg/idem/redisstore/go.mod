@@ -3,7 +3,7 @@ module github.com/exactlyonce/sqsidem/pkg/idem/redisstore
 go 1.26
 
 require (
-	github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 

@@ -2,7 +2,7 @@ module github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch
 
 go 1.26
 
-require github.com/exactlyonce/sqsidem/pkg/idem v0.2.0
+require github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 
 require github.com/aws/aws-lambda-go v1.55.1
 
