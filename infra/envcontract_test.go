@@ -83,7 +83,7 @@ func TestEnvironmentContract(t *testing.T) {
 				return cfg, errors.Join(err, serr, e.Err("effect"))
 			})
 			want := consumer.Config{
-				Guard: consumer.Guard{
+				GuardConfig: consumer.GuardConfig{
 					Namespace: c.Namespace, Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
 					CacheSize: consumer.DefaultCacheSize,
 				},
@@ -108,7 +108,7 @@ func TestEnvironmentContract(t *testing.T) {
 
 			producer := loadFrom(t, "producer", functionEnv(t, tpl, "Producer"), contract.LoadProducer)
 			wantProducer := contract.ProducerConfig{
-				Guard: consumer.Guard{
+				GuardConfig: consumer.GuardConfig{
 					Namespace: contract.ProducerNamespace, Retention: c.ReceiptRetention, SafetyMargin: c.SafetyMargin,
 					CacheSize: consumer.DefaultCacheSize,
 				},

@@ -85,10 +85,10 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 		consumerEnv[name] = jsii.String(v)
 	}
 	orders := exactlyonce.NewConsumer(stack, consumerID, &exactlyonce.ConsumerProps{
-		Config:      cfg.Config,
-		Code:        awslambda.Code_FromAsset(jsii.String(consumerCode), nil),
-		Environment: consumerEnv,
-		Key:         key,
+		Config:        cfg.Config,
+		Code:          awslambda.Code_FromAsset(jsii.String(consumerCode), nil),
+		Environment:   consumerEnv,
+		EncryptionKey: key,
 	})
 	// The effect's writes, direct (lease mode) or inside the receipt's
 	// transaction (transactional). The tables share the consumer's key,
@@ -108,7 +108,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) awscdk.S
 		ReservedConcurrency: cfg.ProducerReservedConcurrency,
 		LogRetention:        cfg.LogRetention,
 		RemovalPolicy:       cfg.RemovalPolicy,
-		Key:                 key,
+		EncryptionKey:       key,
 		Tracing:             cfg.Tracing,
 		NoDLQReason:         "Invoked only synchronously (RequestResponse) by clients and the test suite, which see errors directly; there are no async events to dead-letter.",
 	})

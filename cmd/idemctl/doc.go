@@ -11,7 +11,9 @@
 //
 // With --stack NAME, idemctl reads the stack's outputs that the
 // exactlyonce construct adds (consumer.Output*): the receipt table, the
-// queue, the dead-letter queue, the idem namespace and the key field. A
+// queue, the dead-letter queue, the idem namespace and the key field
+// (<id>ReceiptTableName, <id>Namespace, <id>Key; until v0.4.0 also the
+// names of a stack deployed before v0.3.0, consumer.LegacyOutput*). A
 // stack with several consumers needs --consumer ID (the construct id; the
 // outputs of the id "Default" have no prefix). Flags give the same without
 // a stack and win over the outputs: --table, --namespace (default

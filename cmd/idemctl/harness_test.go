@@ -55,8 +55,8 @@ func newHarness(t *testing.T) *harness {
 	h.dlqURL = h.sqs.addQueue("orders-dlq", "", 0)
 	h.queueURL = h.sqs.addQueue("orders", "orders-dlq", 5)
 	h.cfn = &fakeCFN{stacks: map[string]map[string]string{testStack: {
-		"IdempotencyTableName": testTable, "QueueUrl": h.queueURL, "DeadLetterQueueUrl": h.dlqURL,
-		"IdempotencyNamespace": testNS, "IdempotencyKey": "orderId", "ConsumerFunctionName": "orders-consumer",
+		"ReceiptTableName": testTable, "QueueUrl": h.queueURL, "DeadLetterQueueUrl": h.dlqURL,
+		"Namespace": testNS, "Key": "orderId", "ConsumerFunctionName": "orders-consumer",
 	}}}
 	h.cw = &fakeCW{err: errFake}
 	var err error

@@ -114,7 +114,7 @@ func TestInspectTable(t *testing.T) {
 func TestInspectDLQNotChecked(t *testing.T) {
 	h := newHarness(t)
 	h.put("k", h.completed("k"))
-	delete(h.cfn.stacks[testStack], "IdempotencyKey")
+	delete(h.cfn.stacks[testStack], "Key")
 	var out inspectOut
 	h.ok(&out, "inspect", "k")
 	if out.DLQ.Checked || !strings.Contains(out.DLQ.Note, "no key field") {

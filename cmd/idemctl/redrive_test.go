@@ -216,7 +216,7 @@ func TestRedriveQueues(t *testing.T) {
 	stray := h.sqs.addQueue("stray", "", 0)
 	h.fails(exitRuntime, "is not the dead-letter queue of", "redrive", "--dlq-url", stray)
 	h.fails(exitRuntime, "has no redrive policy", "redrive", "--queue-url", stray)
-	delete(h.cfn.stacks[testStack], "IdempotencyKey")
+	delete(h.cfn.stacks[testStack], "Key")
 	h.fails(exitUsage, "pass --key-field", "redrive")
 	delete(h.cfn.stacks[testStack], "QueueUrl")
 	h.fails(exitUsage, "no queue", "redrive", "--key-field", "orderId")

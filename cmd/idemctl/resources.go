@@ -24,8 +24,8 @@ type resources struct {
 const defaultConsumer = "Default"
 
 // resources finds the consumer's resources: the stack's outputs first
-// (consumer.Output* suffixes, after the --consumer prefix), then the flags
-// over them. The namespace defaults to the runtime's own default.
+// (consumer.Output* suffixes, after the --consumer prefix; a stack deployed
+// before v0.3.0 has the legacy ones), then the flags over them. The namespace defaults to the runtime's own default.
 func (a *app) resources(ctx context.Context) (resources, error) {
 	var r resources
 	switch {
@@ -111,7 +111,27 @@ func (a *app) stackOutputs(ctx context.Context) (map[string]string, error) {
 	for _, o := range out.Stacks[0].Outputs {
 		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
+	for _, o := range out.Stacks[0].Outputs {
+		for legacy, suffix := range legacyOutputs {
+			prefix, ok := strings.CutSuffix(aws.ToString(o.OutputKey), legacy)
+			if _, set := outputs[prefix+suffix]; ok && !set {
+				outputs[prefix+suffix] = aws.ToString(o.OutputValue)
+			}
+		}
+	}
 	return outputs, nil
+}
+
+// legacyOutputs are the output suffixes of a stack deployed before v0.3.0,
+// by the suffix stackOutputs reads them as. Remove in v0.4.0, with
+// consumer's Legacy constants.
+var legacyOutputs = map[string]string{
+	//lint:ignore SA1019 read for one release after the rename
+	consumer.LegacyOutputTable: consumer.OutputTable,
+	//lint:ignore SA1019 read for one release after the rename
+	consumer.LegacyOutputNamespace: consumer.OutputNamespace,
+	//lint:ignore SA1019 read for one release after the rename
+	consumer.LegacyOutputKey: consumer.OutputKey,
 }
 
 // consumerPrefix picks the consumer whose outputs to use: the one named

@@ -8,9 +8,17 @@ import (
 )
 
 // TestDiscovery finds a consumer by its stack's outputs: the only one, one
-// named with --consumer (a prefix; "Default" is none), flags over outputs.
+// named with --consumer (a prefix; "Default" is none), flags over outputs;
+// the same in a stack deployed before v0.3.0, with the legacy names.
 func TestDiscovery(t *testing.T) {
 	two := map[string]string{
+		"ReceiptTableName": "t-default", "Namespace": "consumer", "QueueUrl": "q-default",
+		"OrdersReceiptTableName": "t-orders", "OrdersNamespace": "orders", "OrdersQueueUrl": "q-orders",
+		"OrdersDeadLetterQueueUrl": "d-orders", "OrdersKey": "orderId", "ProducerFunctionName": "p",
+	}
+	// A stack deployed before v0.3.0: the same consumers under the legacy
+	// output names (consumer.LegacyOutput*), read until v0.4.0.
+	legacy := map[string]string{
 		"IdempotencyTableName": "t-default", "IdempotencyNamespace": "consumer", "QueueUrl": "q-default",
 		"OrdersIdempotencyTableName": "t-orders", "OrdersIdempotencyNamespace": "orders", "OrdersQueueUrl": "q-orders",
 		"OrdersDeadLetterQueueUrl": "d-orders", "OrdersIdempotencyKey": "orderId", "ProducerFunctionName": "p",
@@ -22,9 +30,14 @@ func TestDiscovery(t *testing.T) {
 		want    resources
 		err     error
 	}{
-		{"one consumer", map[string]string{"IdempotencyTableName": "t", "IdempotencyNamespace": "ns", "QueueUrl": "q", "DeadLetterQueueUrl": "d", "IdempotencyKey": "id"},
+		{"one consumer", map[string]string{"ReceiptTableName": "t", "Namespace": "ns", "QueueUrl": "q", "DeadLetterQueueUrl": "d", "Key": "id"},
 			globals{}, resources{table: "t", namespace: "ns", queueURL: "q", dlqURL: "d", keyField: "id"}, nil},
-		{"no namespace output", map[string]string{"IdempotencyTableName": "t"}, globals{}, resources{table: "t", namespace: "consumer"}, nil},
+		{"no namespace output", map[string]string{"ReceiptTableName": "t"}, globals{}, resources{table: "t", namespace: "consumer"}, nil},
+		{"legacy: one consumer", map[string]string{"IdempotencyTableName": "t", "IdempotencyNamespace": "ns", "QueueUrl": "q", "DeadLetterQueueUrl": "d", "IdempotencyKey": "id"},
+			globals{}, resources{table: "t", namespace: "ns", queueURL: "q", dlqURL: "d", keyField: "id"}, nil},
+		{"legacy: two consumers", legacy, globals{}, resources{}, errUsage},
+		{"legacy: named", legacy, globals{consumer: "Orders"}, resources{table: "t-orders", namespace: "orders", queueURL: "q-orders", dlqURL: "d-orders", keyField: "orderId"}, nil},
+		{"legacy: default", legacy, globals{consumer: "Default"}, resources{table: "t-default", namespace: "consumer", queueURL: "q-default"}, nil},
 		{"two consumers", two, globals{}, resources{}, errUsage},
 		{"named", two, globals{consumer: "Orders"}, resources{table: "t-orders", namespace: "orders", queueURL: "q-orders", dlqURL: "d-orders", keyField: "orderId"}, nil},
 		{"default", two, globals{consumer: "Default"}, resources{table: "t-default", namespace: "consumer", queueURL: "q-default"}, nil},

@@ -33,7 +33,7 @@ func TestLoadProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := contract.ProducerConfig{
-		Guard: consumer.Guard{
+		GuardConfig: consumer.GuardConfig{
 			Namespace: contract.ProducerNamespace, Retention: consumer.DefaultRetention,
 			SafetyMargin: consumer.DefaultSafetyMargin, CacheSize: consumer.DefaultCacheSize,
 		},

@@ -6,7 +6,7 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-// The producer's variables, besides the Guard's (consumer.ReadGuard).
+// The producer's variables, besides the Guard's (consumer.ReadGuardConfig).
 const (
 	EnvQueueURL            = "QUEUE_URL"            // queue to send to; required, an absolute http(s) URL
 	EnvProducerConcurrency = "PRODUCER_CONCURRENCY" // messages guarded at once; default DefaultProducerConcurrency
@@ -40,12 +40,12 @@ const (
 // than in the producer (a main package) so that the stack's tests can load
 // it from the synthesized environment (infra/envcontract_test.go).
 type ProducerConfig struct {
-	consumer.Guard        // namespace default ProducerNamespace
-	Table          string // consumer.EnvTable, required: the consumer's receipt table
-	QueueURL       string // EnvQueueURL, required
-	Concurrency    int    // EnvProducerConcurrency
-	SendAttempts   int    // EnvSendAttempts
-	LogLevel       slog.Level
+	consumer.GuardConfig        // namespace default ProducerNamespace
+	Table                string // consumer.EnvTable, required: the consumer's receipt table
+	QueueURL             string // EnvQueueURL, required
+	Concurrency          int    // EnvProducerConcurrency
+	SendAttempts         int    // EnvSendAttempts
+	LogLevel             slog.Level
 }
 
 // LoadProducer reads the producer's configuration with getenv (os.Getenv
@@ -54,7 +54,7 @@ type ProducerConfig struct {
 func LoadProducer(getenv func(string) string) (ProducerConfig, error) {
 	e := consumer.NewEnv(getenv)
 	p := ProducerConfig{
-		Guard:        consumer.ReadGuard(e, ProducerNamespace),
+		GuardConfig:  consumer.ReadGuardConfig(e, ProducerNamespace),
 		Table:        e.Required(consumer.EnvTable),
 		QueueURL:     e.HTTPURL(EnvQueueURL),
 		Concurrency:  e.Int(EnvProducerConcurrency, DefaultProducerConcurrency, 1),

@@ -47,9 +47,16 @@ type ConsumerProps struct {
 	// neither one the runtime reads (consumer.Variables) nor one
 	// Environment sets.
 	Secrets map[string]awssecretsmanager.ISecret
-	// Key, if set, encrypts the queues, the receipt table, the log group and
-	// the function's environment with this customer-managed key (see
-	// NewKey) instead of AWS-managed keys; the consumer's role may use it.
+	// EncryptionKey, if set, encrypts the queues, the receipt table, the
+	// log group and the function's environment with this customer-managed
+	// key (see NewKey) instead of AWS-managed keys; the consumer's role may
+	// use it. Not Config.Key, the business key.
+	EncryptionKey awskms.IKey
+	// Key is EncryptionKey's name before v0.3.0, taken as EncryptionKey;
+	// setting both is an error. While it is here it hides Config.Key:
+	// write props.Config.Key for the business key.
+	//
+	// Deprecated: use EncryptionKey. Removed in v0.4.0.
 	Key awskms.IKey
 	// Nag applies cdk-nag's AwsSolutions and Serverless packs (the ones
 	// this repository's app is kept clean against) to the construct's own
@@ -102,12 +109,13 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	if env := overlap(props.Environment, derivedEnvironment()); len(env) > 0 {
 		errs = append(errs, fmt.Errorf("props.Environment must not set %s: NewConsumer derives them from Config", strings.Join(env, ", ")))
 	}
-	errs = append(errs, checkSecrets(props))
+	key, keyErr := encryptionKey(props.EncryptionKey, props.Key)
+	errs = append(errs, checkSecrets(props), keyErr)
 	if err := errors.Join(errs...); err != nil {
 		panic(fmt.Sprintf("exactlyonce: invalid consumer %q: %v", id, err))
 	}
 
-	c := &Consumer{Config: cfg, key: props.Key}
+	c := &Consumer{Config: cfg, key: key}
 	// Registers c itself as the jsii object, so that c is a scope.
 	constructs.NewConstruct_Override(c, scope, jsii.String(id))
 	c.addQueues()
@@ -202,7 +210,7 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 		ReservedConcurrency: cfg.ReservedConcurrency,
 		LogRetention:        cfg.LogRetention,
 		RemovalPolicy:       cfg.RemovalPolicy,
-		Key:                 c.key,
+		EncryptionKey:       c.key,
 		Tracing:             cfg.Tracing,
 		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the consumer's dead-letter queue through its queue's redrive policy.",
 	})

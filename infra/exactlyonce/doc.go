@@ -27,7 +27,7 @@
 //		Code: awslambda.Code_FromAsset(jsii.String("build/charges"), nil),
 //		Config: exactlyonce.Config{
 //			Mode:      consumer.ModeTransactional, // the effect is a Tx
-//			Key:       "paymentId",                // IDEM_KEY, and the output ChargesIdempotencyKey
+//			Key:       "paymentId",                // IDEM_KEY, and the output ChargesKey
 //			Namespace: "charges",
 //		},
 //		Environment: map[string]*string{"PAYMENTS_TABLE": payments.TableName()},
@@ -39,16 +39,17 @@
 // DynamoDB writes (consumer.Effect.Tx), consumer.ModeLease, the default,
 // for any other (consumer.Effect.Lease). Config.Key is the business key
 // (IDEM_KEY): set it rather than a key function in the effect
-// (consumer.Effect.Key), since only Config.Key gives the stack the
-// <id>IdempotencyKey output idemctl reads. (ConsumerProps.Key, outside
-// Config, is the customer-managed KMS key, not this.) The examples Example
+// (consumer.Effect.Key), since only Config.Key gives the stack the <id>Key
+// output idemctl reads. (ConsumerProps.EncryptionKey is the
+// customer-managed KMS key, not this.) The examples Example
 // (transactional) and Example_lease run: each synthesizes its consumer and
 // checks the mode, key and output; their functions are pkg/idem/consumer's
 // setup (ExampleStart, run by Example_charges) and ExampleStart_lease.
 //
 // Outputs: the queue and DLQ URLs, the receipt table, the function, the
 // namespace and the key, named by the construct id and consumer's Output*
-// suffixes ("ChargesQueueUrl"; the id "Default" adds no prefix).
+// suffixes ("ChargesQueueUrl", "ChargesReceiptTableName",
+// "ChargesNamespace", "ChargesKey"; the id "Default" adds no prefix).
 //
 // Grants: the consumer's role may call GetItem and UpdateItem on the
 // receipt table, consume the queue and send to it (a copy that meets its key
@@ -57,10 +58,10 @@
 // exactly what sending and keeping its own receipts need.
 //
 // Encryption: queues use SQS-managed keys and tables AWS-owned keys, unless
-// ConsumerProps.Key names a customer-managed key (NewKey makes one with
-// rotation and the key policy CloudWatch Logs needs); then the queues, the
-// receipt table, the log group and the environment use it, and every grant
-// includes the KMS actions the service needs on it.
+// ConsumerProps.EncryptionKey names a customer-managed key (NewKey makes
+// one with rotation and the key policy CloudWatch Logs needs); then the
+// queues, the receipt table, the log group and the environment use it, and
+// every grant includes the KMS actions the service needs on it.
 //
 // Remote effects: in lease mode, an attempt that takes over an unknown
 // outcome (an effect error not marked idem.Definite, a crash, a lapsed
@@ -84,7 +85,8 @@
 // (".../cmd/idemctl/RUNBOOK.md#alarmdeadletterqueuenotempty"); a team with
 // its own runbook sets RunbookURL, and keeps a "## <alarm id>" section for
 // every alarm. The dashboard graphs the outcomes the consumer emits
-// (consumer.Metrics), the queues and the function.
+// (consumer.Metrics, in the CloudWatch namespace consumer.MetricNamespace,
+// "sqsidem"), the queues and the function.
 //
 // Tracing: Config.Tracing is the consumer's X-Ray mode,
 // awslambda.Tracing_ACTIVE by default; Tracing_PASS_THROUGH traces only

@@ -20,7 +20,7 @@ import (
 // is DynamoDB writes (Effect.Tx), so Mode says transactional (the default,
 // lease, would stop the function at init: "the effect has no Lease
 // function"), and Key names the business key, which the runtime reads as
-// IDEM_KEY and the stack outputs as ChargesIdempotencyKey for idemctl. The
+// IDEM_KEY and the stack outputs as ChargesKey for idemctl. The
 // README's way 2 copies this from "charges :=" to the Grant.
 func Example() {
 	app := awscdk.NewApp(nil)
@@ -34,7 +34,7 @@ func Example() {
 		Code: awslambda.Code_FromAsset(jsii.String("testdata/consumer"), nil), // your bootstrap's folder, e.g. build/charges
 		Config: exactlyonce.Config{
 			Mode:            consumer.ModeTransactional, // the effect is a Tx; a Lease needs consumer.ModeLease, the default
-			Key:             "paymentId",                // IDEM_KEY, and the output ChargesIdempotencyKey idemctl reads
+			Key:             "paymentId",                // IDEM_KEY, and the output ChargesKey idemctl reads
 			Namespace:       "charges",
 			FunctionTimeout: time.Minute,
 		},
@@ -46,7 +46,7 @@ func Example() {
 	// Output:
 	// queue visibility 360 s, redrive after 5 receives
 	// consumer env PAYMENTS_TABLE, IDEM_MODE=transactional, IDEM_KEY=paymentId, IDEM_NAMESPACE=charges
-	// output ChargesIdempotencyKey=paymentId
+	// output ChargesKey=paymentId
 	// 7 alarms, 1 dashboard
 }
 
@@ -65,7 +65,7 @@ func Example_lease() {
 		Config: exactlyonce.Config{
 			Mode:           consumer.ModeLease,   // the effect is a Lease (and a Reconcile)
 			UnknownOutcome: consumer.UnknownHold, // what Reconcile cannot tell waits for a person
-			Key:            "noticeId",           // IDEM_KEY, and the output NoticesIdempotencyKey
+			Key:            "noticeId",           // IDEM_KEY, and the output NoticesKey
 			Namespace:      "notices",
 		},
 		Environment: map[string]*string{"PARTNER_URL": jsii.String("https://partner.example/notices")},
@@ -82,10 +82,10 @@ func Example_lease() {
 	})
 	tpl.HasOutput(jsii.String("Notices"+consumer.OutputKey), map[string]any{"Value": "noticeId"})
 	fmt.Println("consumer env IDEM_MODE=lease, IDEM_UNKNOWN_OUTCOME=hold, IDEM_KEY=noticeId, PARTNER_URL")
-	fmt.Println("output NoticesIdempotencyKey=noticeId")
+	fmt.Println("output NoticesKey=noticeId")
 	// Output:
 	// consumer env IDEM_MODE=lease, IDEM_UNKNOWN_OUTCOME=hold, IDEM_KEY=noticeId, PARTNER_URL
-	// output NoticesIdempotencyKey=noticeId
+	// output NoticesKey=noticeId
 }
 
 // printTemplate checks the example's template with CDK's assertions (which
@@ -115,7 +115,7 @@ func printTemplate(stack awscdk.Stack) {
 	tpl.HasOutput(jsii.String("Charges"+consumer.OutputKey), map[string]any{"Value": "paymentId"})
 	fmt.Println("queue visibility 360 s, redrive after 5 receives")
 	fmt.Println("consumer env PAYMENTS_TABLE, IDEM_MODE=transactional, IDEM_KEY=paymentId, IDEM_NAMESPACE=charges")
-	fmt.Println("output ChargesIdempotencyKey=paymentId")
+	fmt.Println("output ChargesKey=paymentId")
 	fmt.Printf("%d alarms, %d dashboard\n",
 		len(*tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)),
 		len(*tpl.FindResources(jsii.String("AWS::CloudWatch::Dashboard"), nil)))

@@ -29,8 +29,13 @@ type FunctionProps struct {
 	LogRetention        awslogs.RetentionDays
 	// RemovalPolicy of the log group.
 	RemovalPolicy awscdk.RemovalPolicy
-	// Key, if set, encrypts the log group and the environment variables
-	// (see NewKey for the key policy CloudWatch Logs needs).
+	// EncryptionKey, if set, encrypts the log group and the environment
+	// variables (see NewKey for the key policy CloudWatch Logs needs).
+	EncryptionKey awskms.IKey
+	// Key is EncryptionKey's name before v0.3.0, taken as EncryptionKey;
+	// setting both is an error.
+	//
+	// Deprecated: use EncryptionKey. Removed in v0.4.0.
 	Key awskms.IKey
 	// Tracing is the function's X-Ray tracing; empty means
 	// awslambda.Tracing_ACTIVE. Active and PassThrough give the role
@@ -48,7 +53,8 @@ type FunctionProps struct {
 // functions that work alongside (a producer). The role is hand-made so that
 // no AWS managed policy (AWSLambdaBasicExecutionRole allows writing to every
 // log group) is attached: it may write to its own log group only. Grant it
-// what else it needs. It panics on an invalid Tracing.
+// what else it needs. It panics on an invalid Tracing, or on both
+// EncryptionKey and Key set.
 func NewFunction(scope constructs.Construct, id string, props *FunctionProps) awslambda.Function {
 	tracing := props.Tracing
 	if tracing == "" {
@@ -57,6 +63,10 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 	if !slices.Contains(tracingModes, tracing) {
 		panic(fmt.Sprintf("exactlyonce: function %q: Tracing must be one of %v, got %q", id, tracingModes, tracing))
 	}
+	key, err := encryptionKey(props.EncryptionKey, props.Key)
+	if err != nil {
+		panic(fmt.Sprintf("exactlyonce: function %q: %v", id, err))
+	}
 	role := awsiam.NewRole(scope, jsii.String("Role"+id), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Execution role of the " + id + " function"),
@@ -64,7 +74,7 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"+id), &awslogs.LogGroupProps{
 		Retention:     props.LogRetention,
 		RemovalPolicy: props.RemovalPolicy,
-		EncryptionKey: props.Key,
+		EncryptionKey: key,
 	})
 	logGroup.GrantWrite(role)
 
@@ -83,13 +93,13 @@ func NewFunction(scope constructs.Construct, id string, props *FunctionProps) aw
 		Role:                         role,
 		LogGroup:                     logGroup,
 		Environment:                  &props.Environment,
-		EnvironmentEncryption:        props.Key,
+		EnvironmentEncryption:        key,
 		ReservedConcurrentExecutions: reserved,
 	})
-	if props.Key != nil {
+	if key != nil {
 		// Lambda decrypts the environment with the execution role's
 		// permissions when it starts an instance.
-		props.Key.GrantDecrypt(role)
+		key.GrantDecrypt(role)
 	}
 
 	if tracing != awslambda.Tracing_DISABLED {

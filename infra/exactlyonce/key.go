@@ -1,6 +1,8 @@
 package exactlyonce
 
 import (
+	"errors"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -20,10 +22,11 @@ var (
 	tableKeyActions = []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}
 )
 
-// NewKey creates a customer-managed KMS key for a consumer (ConsumerProps.Key)
-// and the functions and tables around it: rotation on, and a key policy that
-// lets CloudWatch Logs encrypt this account's log groups in this region
-// with it.
+// NewKey creates a customer-managed KMS key for a consumer
+// (ConsumerProps.EncryptionKey) and the functions and tables around it
+// (FunctionProps.EncryptionKey, TableEncryption): rotation on, and a key
+// policy that lets CloudWatch Logs encrypt this account's log groups in
+// this region with it.
 //
 // The rest of the policy is CDK's default: the account may use the key
 // through IAM. NewConsumer and the Grant methods give each role exactly the
@@ -60,4 +63,16 @@ func grantKey(key awskms.IKey, grantee awsiam.IGrantable, actions []string) {
 	if key != nil {
 		key.Grant(grantee, *jsii.Strings(actions...)...)
 	}
+}
+
+// encryptionKey is the key of props that have EncryptionKey and its
+// deprecated name Key (remove in v0.4.0): either one, not both.
+func encryptionKey(key, deprecated awskms.IKey) (awskms.IKey, error) {
+	switch {
+	case deprecated == nil:
+		return key, nil
+	case key == nil:
+		return deprecated, nil
+	}
+	return nil, errors.New("props.Key and props.EncryptionKey are both set: Key is EncryptionKey's deprecated name, set EncryptionKey alone")
 }

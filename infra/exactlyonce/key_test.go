@@ -20,9 +20,9 @@ import (
 func TestCustomerManagedKey(t *testing.T) {
 	stack := newStack()
 	key := exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY)
-	c := exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{Code: cdktest.Code(), Key: key})
+	c := exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{Code: cdktest.Code(), EncryptionKey: key})
 	producer := exactlyonce.NewFunction(stack, "Producer", &exactlyonce.FunctionProps{
-		Code: cdktest.Code(), Timeout: time.Minute, MemoryMB: 128, LogRetention: c.Config.LogRetention, RemovalPolicy: c.Config.RemovalPolicy, Key: key,
+		Code: cdktest.Code(), Timeout: time.Minute, MemoryMB: 128, LogRetention: c.Config.LogRetention, RemovalPolicy: c.Config.RemovalPolicy, EncryptionKey: key,
 	})
 	c.GrantSend(producer)
 	c.GrantReceipts(producer)
@@ -72,6 +72,55 @@ func TestCustomerManagedKey(t *testing.T) {
 	producerKMS := kmsActions(t, tpl, "RoleProducer", keyID)
 	if got, want := producerKMS, "kms:Decrypt kms:GenerateDataKey,kms:Decrypt kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:GenerateDataKey"; got != want {
 		t.Errorf("producer KMS statements = %q, want %q", got, want)
+	}
+}
+
+// TestDeprecatedKey: Key, EncryptionKey's name before v0.3.0 (remove in
+// v0.4.0), alone makes the template EncryptionKey makes; both set is
+// refused, with the other problems.
+func TestDeprecatedKey(t *testing.T) {
+	synth := func(deprecated bool) cdktest.Template {
+		stack := newStack()
+		key := exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY)
+		props := exactlyonce.ConsumerProps{Code: cdktest.Code(), EncryptionKey: key}
+		fn := exactlyonce.FunctionProps{Code: cdktest.Code(), Timeout: time.Minute, MemoryMB: 128, EncryptionKey: key}
+		if deprecated {
+			props.EncryptionKey, props.Key = nil, key
+			fn.EncryptionKey, fn.Key = nil, key
+		}
+		exactlyonce.NewConsumer(stack, "Orders", &props)
+		exactlyonce.NewFunction(stack, "Producer", &fn)
+		return cdktest.Synth(t, stack)
+	}
+	got, want := cdktest.JSON(synth(true).Resources), cdktest.JSON(synth(false).Resources)
+	if !strings.Contains(want, `"KmsMasterKeyId"`) {
+		t.Fatal("EncryptionKey encrypts no queue: the comparison below proves nothing")
+	}
+	if got != want {
+		t.Errorf("with Key alone the template differs from EncryptionKey's:\n%s\nwant\n%s", got, want)
+	}
+
+	stack := newStack()
+	key := exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY)
+	msg := cdktest.Panics(func() {
+		exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{
+			Config: exactlyonce.Config{BatchSize: 11}, Code: cdktest.Code(), EncryptionKey: key,
+			Key: key, // deprecated, under test
+		})
+	})
+	for _, want := range []string{`invalid consumer "Orders"`, "BatchSize must be in 1..10", "props.Key and props.EncryptionKey are both set"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("consumer: panic %q does not mention %q", msg, want)
+		}
+	}
+	msg = cdktest.Panics(func() {
+		exactlyonce.NewFunction(stack, "Producer", &exactlyonce.FunctionProps{
+			Code: cdktest.Code(), Timeout: time.Minute, MemoryMB: 128, EncryptionKey: key,
+			Key: key, // deprecated, under test
+		})
+	})
+	if want := `function "Producer": props.Key and props.EncryptionKey are both set`; !strings.Contains(msg, want) {
+		t.Errorf("function: panic %q does not mention %q", msg, want)
 	}
 }
 

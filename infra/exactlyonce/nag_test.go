@@ -48,7 +48,7 @@ func TestNagClean(t *testing.T) {
 			}}
 		},
 		"customer-managed key": func(stack awscdk.Stack) exactlyonce.ConsumerProps {
-			return exactlyonce.ConsumerProps{Key: exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY)}
+			return exactlyonce.ConsumerProps{EncryptionKey: exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY)}
 		},
 		"secrets and environment": func(stack awscdk.Stack) exactlyonce.ConsumerProps {
 			return exactlyonce.ConsumerProps{
@@ -118,7 +118,7 @@ func TestNagTracing(t *testing.T) {
 func TestNagReasonsNameNoExample(t *testing.T) {
 	stack := newStack()
 	exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{
-		Code: cdktest.Code(), Key: exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY),
+		Code: cdktest.Code(), EncryptionKey: exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY),
 	})
 	n := 0
 	for id, r := range cdktest.Synth(t, stack).Resources {

@@ -63,8 +63,8 @@ def wait(what: str, fn, timeout: float, every: float = 0.5):
 
 def receipt_status(out: dict, key: str):
     """The consumer's receipt for key: namespace#sha256(key), as pkg/idem stores it."""
-    pk = out["IdempotencyNamespace"] + "#" + hashlib.sha256(key.encode()).hexdigest()
-    item = client("dynamodb").get_item(TableName=out["IdempotencyTableName"], Key={"pk": {"S": pk}}, ConsistentRead=True).get("Item")
+    pk = out["Namespace"] + "#" + hashlib.sha256(key.encode()).hexdigest()
+    item = client("dynamodb").get_item(TableName=out["ReceiptTableName"], Key={"pk": {"S": pk}}, ConsistentRead=True).get("Item")
     return item["status"]["S"] if item else None
 
 
@@ -101,7 +101,7 @@ def main() -> None:
     out = outputs(stack_name(args.assembly))
     if args.describe:
         describe(out)
-    key_field, fields = out["IdempotencyKey"], json.loads(args.fields)
+    key_field, fields = out["Key"], json.loads(args.fields)
     lam, sqs, logs = client("lambda"), client("sqs"), client("logs")
     run = uuid.uuid4().hex[:6]
 

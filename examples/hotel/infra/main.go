@@ -46,7 +46,7 @@ func run() error {
 	// An example: destroying the stack deletes its data too. A real
 	// service keeps the default, RemovalPolicy_RETAIN.
 	// Key: the business key, passed to the function (IDEM_KEY) and output
-	// (BookingsIdempotencyKey) for idemctl.
+	// (BookingsKey) for idemctl.
 	cfg := exactlyonce.Config{
 		Mode: consumer.ModeTransactional, Namespace: hotel.Namespace, Key: hotel.KeyField,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,

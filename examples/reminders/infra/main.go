@@ -77,7 +77,7 @@ func addReminders(stack awscdk.Stack, code awslambda.Code, cfg exactlyonce.Confi
 	// template would be no secret): aws secretsmanager create-secret.
 	token := awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("SmsToken"), jsii.String(tokenSecret))
 	cfg.Mode = consumer.ModeLease // the effect is a Lease with a Reconcile
-	cfg.Key = reminders.KeyField  // IDEM_KEY, and the output RemindersIdempotencyKey idemctl reads
+	cfg.Key = reminders.KeyField  // IDEM_KEY, and the output RemindersKey idemctl reads
 	cfg.Namespace = reminders.Namespace
 	return exactlyonce.NewConsumer(stack, "Reminders", &exactlyonce.ConsumerProps{
 		Code:        code,

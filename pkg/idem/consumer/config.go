@@ -10,10 +10,10 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
-// Guard is the settings of an idem Guard: Config's, and those of another
-// function that keeps receipts in the same table (a producer), read with
-// ReadGuard.
-type Guard struct {
+// GuardConfig is the settings of an idem Guard: Config's, and those of
+// another function that keeps receipts in the same table (a producer),
+// read with ReadGuardConfig.
+type GuardConfig struct {
 	Namespace    string        // EnvNamespace
 	Retention    time.Duration // EnvRetention, default DefaultRetention
 	SafetyMargin time.Duration // EnvSafetyMargin, default DefaultSafetyMargin
@@ -22,7 +22,7 @@ type Guard struct {
 }
 
 // Options are the idem options the settings imply.
-func (g Guard) Options() []idem.Option {
+func (g GuardConfig) Options() []idem.Option {
 	opts := []idem.Option{idem.WithRetention(g.Retention), idem.WithSafetyMargin(g.SafetyMargin)}
 	if g.Lease > 0 {
 		opts = append(opts, idem.WithLease(g.Lease))
@@ -33,10 +33,10 @@ func (g Guard) Options() []idem.Option {
 	return opts
 }
 
-// ReadGuard reads the Guard settings from e; namespace is the default of
-// EnvNamespace.
-func ReadGuard(e *Env, namespace string) Guard {
-	g := Guard{
+// ReadGuardConfig reads the Guard settings from e; namespace is the
+// default of EnvNamespace.
+func ReadGuardConfig(e *Env, namespace string) GuardConfig {
+	g := GuardConfig{
 		Namespace:    e.String(EnvNamespace, namespace),
 		Retention:    e.Duration(EnvRetention, DefaultRetention),
 		SafetyMargin: e.Duration(EnvSafetyMargin, DefaultSafetyMargin),
@@ -49,10 +49,20 @@ func ReadGuard(e *Env, namespace string) Guard {
 	return g
 }
 
+// Guard is GuardConfig's name before v0.3.0: settings, not an idem.Guard.
+//
+// Deprecated: use GuardConfig. Removed in v0.4.0.
+type Guard = GuardConfig
+
+// ReadGuard is ReadGuardConfig's name before v0.3.0.
+//
+// Deprecated: use ReadGuardConfig. Removed in v0.4.0.
+func ReadGuard(e *Env, namespace string) GuardConfig { return ReadGuardConfig(e, namespace) }
+
 // Config is the runtime's configuration: what the construct sets in the
 // function's environment (see names.go), read by Load.
 type Config struct {
-	Guard                   // namespace default DefaultNamespace
+	GuardConfig             // namespace default DefaultNamespace
 	Store            string // EnvStore, StoreDynamoDB or StoreRedis
 	Table            string // EnvTable, required with StoreDynamoDB
 	RedisURL         string // EnvRedisURL, required with StoreRedis
@@ -99,7 +109,7 @@ func Load(getenv func(string) string) (Config, error) {
 // readConfig reads the configuration with e, which collects the problems.
 func readConfig(e *Env) Config {
 	c := Config{
-		Guard:             ReadGuard(e, DefaultNamespace),
+		GuardConfig:       ReadGuardConfig(e, DefaultNamespace),
 		Store:             e.OneOf(EnvStore, DefaultStore, StoreDynamoDB, StoreRedis),
 		Mode:              e.OneOf(EnvMode, DefaultMode, Modes()...),
 		Key:               e.String(EnvKey, ""),

@@ -31,7 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Guard: Guard{
+		GuardConfig: GuardConfig{
 			Namespace: DefaultNamespace, Retention: 168 * time.Hour, SafetyMargin: 3 * time.Second, CacheSize: 1000,
 		},
 		Store: StoreDynamoDB, Table: "receipts", Mode: ModeLease, BatchConcurrency: 10, UnknownOutcome: UnknownRetry,
@@ -57,8 +57,8 @@ func TestLoadAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Guard: Guard{Namespace: "gift", Retention: 24 * time.Hour, SafetyMargin: 500 * time.Millisecond, Lease: 30 * time.Second},
-		Store: StoreRedis, Table: "unused", RedisURL: "redis://localhost:6379/0", Mode: ModeLease, Key: "orderId",
+		GuardConfig: GuardConfig{Namespace: "gift", Retention: 24 * time.Hour, SafetyMargin: 500 * time.Millisecond, Lease: 30 * time.Second},
+		Store:       StoreRedis, Table: "unused", RedisURL: "redis://localhost:6379/0", Mode: ModeLease, Key: "orderId",
 		BatchConcurrency: 3, MaxReceiveCount: 5, VisibilityTimeout: 3 * time.Minute, UnknownOutcome: UnknownHold,
 		LogLevel: slog.LevelDebug, LogBodies: true,
 	}
@@ -123,5 +123,15 @@ func TestNamesUnique(t *testing.T) {
 			}
 			seen[n] = true
 		}
+	}
+}
+
+// TestDeprecatedGuard: ReadGuard, the name before v0.3.0, reads what
+// ReadGuardConfig reads, into the same type. Remove in v0.4.0.
+func TestDeprecatedGuard(t *testing.T) {
+	env := getenv(map[string]string{EnvNamespace: "gift", EnvLease: "30s"})
+	var old Guard = ReadGuard(NewEnv(env), DefaultNamespace)
+	if want := ReadGuardConfig(NewEnv(env), DefaultNamespace); old != want {
+		t.Errorf("ReadGuard = %+v, ReadGuardConfig = %+v", old, want)
 	}
 }

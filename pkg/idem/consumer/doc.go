@@ -19,7 +19,7 @@
 // effect) and, when it calls a remote system that can be asked,
 // Effect.Reconcile. The key is the construct's Config.Key, the message
 // attribute, else the body's field, that names the business effect: the
-// construct passes it as IDEM_KEY and outputs it as <id>IdempotencyKey,
+// construct passes it as IDEM_KEY and outputs it as <id>Key (OutputKey),
 // which idemctl reads to sort a dead-letter queue. Prefer it to
 // Effect.Key, a key function of the effect's own, which the stack cannot
 // name for idemctl (it then needs --key-field). ExampleStart
@@ -58,11 +58,11 @@
 // # Metrics and logs
 //
 // Each batch writes one CloudWatch Embedded Metric Format line (namespace
-// MetricNamespace, dimensions FunctionName and Namespace, one count per
-// outcome: Metrics), which the construct's dashboard and alarms read, and
-// one "batch done" log line; sqsbatch writes one line per record. Logs are
-// slog JSON with the Lambda request id; message bodies are logged only for
-// failed records and only with LOG_BODIES=true.
+// MetricNamespace, "sqsidem"; dimensions FunctionName and Namespace; one
+// count per outcome: Metrics), which the construct's dashboard and alarms
+// read, and one "batch done" log line; sqsbatch writes one line per
+// record. Logs are slog JSON with the Lambda request id; message bodies are
+// logged only for failed records and only with LOG_BODIES=true.
 //
 // # The queue
 //

@@ -42,7 +42,9 @@ func TestEMF(t *testing.T) {
 		t.Fatalf("directives = %+v", doc.AWS.CloudWatchMetrics)
 	}
 	d := doc.AWS.CloudWatchMetrics[0]
-	if d.Namespace != MetricNamespace || len(d.Dimensions) != 1 || !slices.Equal(d.Dimensions[0], []string{DimensionFunctionName, DimensionNamespace}) {
+	// Spelled out: teams' own dashboards and alarms read this namespace, so
+	// a rename is a CHANGELOG entry, not an edit of MetricNamespace alone.
+	if d.Namespace != "sqsidem" || len(d.Dimensions) != 1 || !slices.Equal(d.Dimensions[0], []string{DimensionFunctionName, DimensionNamespace}) {
 		t.Errorf("directive = %+v", d)
 	}
 	var names []string

@@ -97,10 +97,17 @@ const (
 // idem namespace, so that several consumers, or one table shared by several
 // namespaces, graph apart).
 const (
-	MetricNamespace       = "ExactlyOnce"
+	MetricNamespace       = "sqsidem"
 	DimensionFunctionName = "FunctionName"
 	DimensionNamespace    = "Namespace"
 )
+
+// LegacyMetricNamespace is the metric namespace before v0.3.0, for a
+// dashboard or alarm of your own that must span the upgrade: the runtime
+// writes MetricNamespace only, from the first batch of the new version.
+//
+// Deprecated: use MetricNamespace. Removed in v0.4.0.
+const LegacyMetricNamespace = "ExactlyOnce"
 
 // Metric names: one count per batch, by the records' outcome.
 const (
@@ -129,12 +136,24 @@ func Metrics() []string {
 
 // Stack outputs the construct adds, by which an operator tool finds a
 // consumer: the construct's id, then the suffix ("Orders" + OutputQueueURL);
-// the id "Default" adds none.
+// the id "Default" adds none. A suffix is the name of what it holds in the
+// construct (Consumer.Receipts, Config.Namespace, Config.Key).
 const (
-	OutputTable              = "IdempotencyTableName"
+	OutputTable              = "ReceiptTableName"
 	OutputQueueURL           = "QueueUrl"
 	OutputDeadLetterQueueURL = "DeadLetterQueueUrl"
 	OutputFunctionName       = "ConsumerFunctionName"
-	OutputNamespace          = "IdempotencyNamespace"
-	OutputKey                = "IdempotencyKey" // only when the construct's Config.Key is set
+	OutputNamespace          = "Namespace"
+	OutputKey                = "Key" // only when the construct's Config.Key is set
+)
+
+// The suffixes of OutputTable, OutputNamespace and OutputKey before v0.3.0,
+// which idemctl still reads from a stack deployed with them.
+const (
+	// Deprecated: use OutputTable. Removed in v0.4.0.
+	LegacyOutputTable = "IdempotencyTableName"
+	// Deprecated: use OutputNamespace. Removed in v0.4.0.
+	LegacyOutputNamespace = "IdempotencyNamespace"
+	// Deprecated: use OutputKey. Removed in v0.4.0.
+	LegacyOutputKey = "IdempotencyKey"
 )
