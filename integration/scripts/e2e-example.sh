@@ -5,11 +5,13 @@
 # driven, then destroyed:
 #   its host-arch bootstrap and the localstack profile synthesized (make -C
 #   examples/hotel synth-local, with the pinned CDK CLI), cdklocal bootstrap
-#   and deploy of that assembly, TestBookings (duplicates in one
-#   SendMessageBatch and copies sent at the same moment, through
-#   LocalStack's own event source mapping: one confirmation per booking, the
-#   EMF metrics the dashboard and alarms read in the function's logs), cdklocal
-#   destroy, TestNothingLeft.
+#   and deploy of that assembly, TestBookings (kit.Run of integration/kit,
+#   through LocalStack's own event source mapping: duplicates in one
+#   SendMessageBatch and in later ones, copies sent at the same moment, one
+#   confirmation per booking; a key with another payload, keyless and
+#   malformed bookings in the DLQ and nothing else; the EMF metrics the
+#   dashboard and alarms read in the function's logs), cdklocal destroy,
+#   TestNothingLeft (kit.NothingLeft).
 # The stack is destroyed whether the test passes or not. Prints each step's time.
 set -euo pipefail
 
@@ -23,20 +25,21 @@ cd "$example"
 export CDK_HOME="$root/.cache/cdk-home" CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 export GOWORK=off # the example is a module of its own, not one of go.work's
 export AWSCDK="$root/node_modules/.bin/cdk" # the pinned CLI, for the example's Makefile
-export HOTEL_STACK=HotelLocal HOTEL_E2E_RECORD="$root/.cache/e2e/hotel.json"
+export SQSIDEM_KIT_RECORD="$root/.cache/e2e/hotel.json" # kit.EnvRecord: what TestBookings saw, for TestNothingLeft
 cdklocal=("$root/node_modules/.bin/cdklocal" --no-notices --app build/local/cdk.out)
 testbin="$root/.cache/e2e/hotel-e2e.test"
 
-step() { # step NAME CMD...: run CMD and print how long it took
-	local name=$1 t0=$SECONDS
+step() { # step NAME CMD...: run CMD, print how long it took, return its status
+	local name=$1 t0=$SECONDS rc=0
 	shift
 	echo "e2e-example: $name"
-	"$@"
+	"$@" || rc=$? # called as `step ... || rc=$?`, where set -e does not apply
 	echo "e2e-example: $name took $((SECONDS - t0)) s"
+	return "$rc"
 }
 destroy() { step destroy "${cdklocal[@]}" destroy --all --force; }
 
-rm -f "$HOTEL_E2E_RECORD"
+rm -f "$SQSIDEM_KIT_RECORD"
 t0=$SECONDS
 # The synth (mostly `go run ./infra`) runs while LocalStack bootstraps the
 # environment (named, so that the bootstrap needs no app) and the test
@@ -53,11 +56,11 @@ cat "$synthlog"
 ((rc == 0)) || exit "$rc"
 step deploy "${cdklocal[@]}" deploy --all --require-approval never || rc=$?
 if ((rc == 0)); then
-	step drive "$testbin" -test.count=1 -test.timeout=5m -test.v -test.run '^TestBookings$' || rc=$?
+	step drive "$testbin" -test.count=1 -test.timeout=8m -test.v -test.run '^TestBookings$' || rc=$?
 fi
 destroy || rc=$?
 # TestBookings recorded what the stack held.
-if [[ -f "$HOTEL_E2E_RECORD" ]]; then
+if [[ -f "$SQSIDEM_KIT_RECORD" ]]; then
 	step "check nothing is left" "$testbin" -test.count=1 -test.timeout=2m -test.v -test.run '^TestNothingLeft$' || rc=$?
 fi
 echo "e2e-example: $((SECONDS - t0)) s in all"

@@ -32,7 +32,7 @@ type tagged struct {
 func (m tagged) path() string { return repoPath + "/" + m.dir }
 
 // published are the modules a release tags (docs/releasing.md). A go.mod
-// under pkg/, infra/ or cmd/ that is not here fails TestPublishedIsComplete.
+// under publishedUnder that is not here fails TestPublishedIsComplete.
 var published = []tagged{
 	{dir: "pkg/idem"},
 	{dir: "pkg/idem/dynamostore"},
@@ -41,12 +41,14 @@ var published = []tagged{
 	{dir: "pkg/idem/consumer"},
 	{dir: "pkg/idem/otelidem"},
 	{dir: "infra/exactlyonce"},
+	{dir: "integration/kit"},
 	{dir: "cmd/idemctl", cmd: true},
 }
 
 // publishedUnder are the directories whose every go.mod is a published
-// module.
-var publishedUnder = []string{"pkg", "infra", "cmd"}
+// module. Of integration/, only the kit is: the rest is the template's
+// suite, in the top-level module.
+var publishedUnder = []string{"pkg", "infra", "cmd", "integration/kit"}
 
 // releaseVersion is the version of CHANGELOG.md's first `## ` heading
 // ("## v0.3.0 (unreleased)"): the version the release tags.

@@ -48,9 +48,9 @@ func TestChangelog(t *testing.T) {
 	}
 }
 
-// TestPublishedIsComplete: every go.mod under pkg/, infra/ and cmd/ is a
-// published module, so a new module cannot be left out of a release, and
-// every published module has its go.mod.
+// TestPublishedIsComplete: every go.mod under pkg/, infra/, cmd/ and
+// integration/kit/ is a published module, so a new module cannot be left
+// out of a release, and every published module has its go.mod.
 func TestPublishedIsComplete(t *testing.T) {
 	found, err := goModsUnder(root(t), publishedUnder...)
 	if err != nil {

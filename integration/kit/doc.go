@@ -1,0 +1,51 @@
+// Package kit proves an exactly-once consumer of sqsidem end to end,
+// against the application's own deployed stack: the construct
+// (infra/exactlyonce), the runtime (pkg/idem/consumer) and the team's
+// effect, through the real queue, event source mapping and function.
+//
+// A team describes its application with an [App] — the stack, the
+// consumer's construct id, how to build a valid message for a key, and a
+// probe that counts how often each key's effect took place — and calls
+// [Run] from a test of its own:
+//
+//	func TestBookings(t *testing.T) { kit.Run(t, app) }
+//
+// Run finds the consumer by the stack's outputs (the construct's id, then
+// consumer.Output*), sends every scenario's messages (subtest send: the
+// scenarios overlap, whatever -test.parallel is), waits for the queue to
+// drain (drain), and checks each scenario in a subtest of its name. None
+// depends on what the effect is:
+//
+//   - duplicates: each key twice in one SendMessageBatch, then again in a
+//     later batch, after its effect took place: applied once.
+//   - senders: copies of each key sent by several senders released at the
+//     same moment: applied once.
+//   - mismatch: a key's first payload, applied, then the same key with
+//     another payload: the copy ends in the dead-letter queue, the effect
+//     stays at one.
+//   - keyless: messages without the stack's key (its output Key): to the
+//     dead-letter queue, never applied. Skipped when the stack outputs no
+//     key (the effect keys records its own way).
+//   - malformed: App.Malformed, a message with a key that the effect
+//     refuses: to the dead-letter queue, never applied. Skipped when nil.
+//   - dead-letter queue: this run's messages in it are exactly the ones
+//     above that must be there, each once.
+//   - metrics: the runtime's EMF lines in the function's log group count
+//     every message of the run, carry the namespace and dimensions the
+//     deployed dashboard and alarms read, and the stack's dashboard and
+//     alarms read no metric the lines lack.
+//
+// Every wait ends on an event (the probe's counts, the queue drained, a
+// message seen in the dead-letter queue, the metric lines), bounded by a
+// deadline derived from the queue's redrive policy (App.Timeout overrides
+// it); none is a sleep that "should suffice". Each message the kit sends
+// carries the message attribute [AttributeRun], so that runs against one
+// stack do not count each other's messages.
+//
+// After the stack is destroyed, [NothingLeft] checks that its resources
+// went with it (Run records them, see [EnvRecord]).
+//
+// The clients are the AWS SDK's defaults: AWS_ENDPOINT_URL points them at
+// LocalStack; with it set and no credentials in the environment, the kit
+// uses LocalStack's dummy ones in us-east-1.
+package kit

@@ -1,0 +1,185 @@
+package kit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
+)
+
+// The run's size. LocalStack's event source mapping takes about a second
+// per batch of 10: the run is kept small.
+const (
+	duplicateKeys  = 5 // each twice in one batch, then once in a later one
+	senderKeys     = 5 // each copiesPerBatch times in every sender's batches
+	copiesPerBatch = 2
+	senders        = 3
+)
+
+// keys returns n keys of this run for scenario.
+func (r *run) keys(scenario string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s-%s-%02d", r.id, scenario, i)
+	}
+	return keys
+}
+
+// label names a message of the run by its content: key and variant.
+func (r *run) label(key string, variant int) string {
+	return fmt.Sprintf("%s-v%d", key[len(r.id)+1:], variant)
+}
+
+// valid is App.Message for every key, labelled.
+func (r *run) valid(keys []string, variant int) []labelled {
+	msgs := make([]labelled, len(keys))
+	for i, k := range keys {
+		msgs[i] = labelled{label: r.label(k, variant), msg: r.app.Message(k, variant)}
+	}
+	return msgs
+}
+
+// send sends every message copies times in one batch, from senders
+// released together.
+func (r *run) send(ctx context.Context, t *testing.T, msgs []labelled, copies, senders int) {
+	t.Helper()
+	bs, err := batches(r.id, msgs, copies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sendAtOnce(ctx, r.sqs, r.st.QueueURL, senders, bs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A scenario sends its messages in two steps — first, and then once the
+// effect of its keys applied took place — and checks once the queue has
+// drained. Scenarios do not run as parallel subtests: their sends are
+// interleaved by Run, so that they overlap whatever -test.parallel is.
+type scenario struct {
+	name    string
+	skip    string // why it does not apply to this application; "" runs it
+	first   []sending
+	applied []string // keys whose effect takes place before then is sent
+	then    []sending
+	check   func(context.Context, *testing.T)
+}
+
+// sending is messages sent copies times in one batch, from senders at once.
+type sending struct {
+	msgs            []labelled
+	copies, senders int
+}
+
+// scenarios builds the run's scenarios and adds up what they must come to.
+func (r *run) scenarios() []scenario {
+	return []scenario{r.duplicates(), r.senders(), r.mismatch(), r.keyless(), r.malformed()}
+}
+
+// duplicates: each key twice in one SendMessageBatch, then once more in a
+// later batch after its effect took place: applied once.
+func (r *run) duplicates() scenario {
+	keys := r.keys("dup", duplicateKeys)
+	msgs := r.valid(keys, 0)
+	r.want.sent(len(keys), 3*len(keys))
+	return scenario{name: "duplicates", first: []sending{{msgs, 2, 1}}, applied: keys, then: []sending{{msgs, 1, 1}},
+		check: func(ctx context.Context, t *testing.T) { r.checkApplied(ctx, t, keys, 1) }}
+}
+
+// senders: copies of each key from several senders released at the same
+// moment, and side by side in each sender's batches: applied once.
+func (r *run) senders() scenario {
+	keys := r.keys("senders", senderKeys)
+	r.want.sent(len(keys), len(keys)*copiesPerBatch*senders)
+	return scenario{name: "senders", first: []sending{{r.valid(keys, 0), copiesPerBatch, senders}},
+		check: func(ctx context.Context, t *testing.T) { r.checkApplied(ctx, t, keys, 1) }}
+}
+
+// mismatch: the key's first payload is applied; the same key with another
+// payload then ends in the dead-letter queue and the effect stays at one.
+func (r *run) mismatch() scenario {
+	keys := r.keys("mismatch", 1)
+	first, other := r.valid(keys, 0), r.valid(keys, 1)
+	if first[0].msg.Body == other[0].msg.Body {
+		return scenario{name: "mismatch", skip: fmt.Sprintf("App.Message(%q, 1) returns the body of variant 0: another variant must be another payload", keys[0])}
+	}
+	r.want.sent(1, 1)
+	r.want.deadLetter(other[0].label, consumer.MetricMismatch)
+	return scenario{name: "mismatch", first: []sending{{first, 1, 1}}, applied: keys, then: []sending{{other, 1, 1}},
+		check: func(ctx context.Context, t *testing.T) {
+			r.waitDead(ctx, t, other[0].label)
+			r.checkApplied(ctx, t, keys, 1)
+		}}
+}
+
+// keyless: a body that is not JSON and a JSON object without the stack's
+// key field, neither with the key attribute: rejected, to the dead-letter
+// queue.
+func (r *run) keyless() scenario {
+	if r.st.Key == "" {
+		return scenario{name: "keyless", skip: "the stack outputs no key: the consumer keys records its own way"}
+	}
+	obj, _ := json.Marshal(map[string]string{"not_" + r.st.Key: r.id}) // strings always marshal
+	msgs := []labelled{
+		{label: "keyless-text", msg: Message{Body: "not JSON " + r.id}},
+		{label: "keyless-json", msg: Message{Body: string(obj)}},
+	}
+	for _, m := range msgs {
+		r.want.deadLetter(m.label, consumer.MetricRejected)
+	}
+	return scenario{name: "keyless", first: []sending{{msgs, 1, 1}},
+		check: func(ctx context.Context, t *testing.T) {
+			for _, m := range msgs {
+				r.waitDead(ctx, t, m.label)
+			}
+		}}
+}
+
+// malformed: App.Malformed, a key the effect refuses: to the dead-letter
+// queue, never applied.
+func (r *run) malformed() scenario {
+	if r.app.Malformed == nil {
+		return scenario{name: "malformed", skip: "App.Malformed is nil"}
+	}
+	keys := r.keys("malformed", 1)
+	m := labelled{label: r.label(keys[0], 0), msg: r.app.Malformed(keys[0])}
+	r.want.deadLetter(m.label, consumer.MetricFailed)
+	return scenario{name: "malformed", first: []sending{{[]labelled{m}, 1, 1}},
+		check: func(ctx context.Context, t *testing.T) {
+			r.waitDead(ctx, t, m.label)
+			r.checkApplied(ctx, t, keys, 0)
+		}}
+}
+
+// sendAll sends every scenario's first messages, waits for the keys they
+// name applied, and sends their then messages.
+func (r *run) sendAll(ctx context.Context, t *testing.T, scs []scenario) {
+	var applied []string
+	for _, sc := range scs {
+		for _, s := range sc.first {
+			r.send(ctx, t, s.msgs, s.copies, s.senders)
+		}
+		applied = append(applied, sc.applied...)
+	}
+	r.waitApplied(ctx, t, applied)
+	for _, sc := range scs {
+		for _, s := range sc.then {
+			r.send(ctx, t, s.msgs, s.copies, s.senders)
+		}
+	}
+}
+
+// deadLetterQueue: once the queue has drained, this run's messages in the
+// dead-letter queue are exactly the ones the scenarios sent there.
+func (r *run) deadLetterQueue(ctx context.Context, t *testing.T) {
+	if err := r.dlq.poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, others := r.dlq.snapshot()
+	t.Logf("the dead-letter queue: %v of this run, %d other messages (earlier runs')", got, others)
+	if err := r.want.checkDead(got); err != nil {
+		t.Error(err)
+	}
+}
