@@ -38,6 +38,8 @@ LIBRARY        := ./pkg/idem/... ./pkg/idem/dynamostore/... ./pkg/idem/sqsbatch/
 TOOLS          := ./cmd/idemctl/...
 # The CDK construct, its own module too (CDK tests: unit-infra, vet-infra).
 CONSTRUCT      := ./infra/exactlyonce/...
+# The proof as a kit a team runs against its own stack, its own module too.
+KIT            := ./integration/kit/...
 # The example applications, each its own module as a team's would be, built
 # against the working tree (their replace lines; GOWORK=off). Their root
 # package holds the effect and its tests, consumer/ the Lambda's main,
@@ -129,7 +131,7 @@ unit: unit-go unit-infra ## unit, conformance (memory store, redis-server) and C
 .PHONY: unit-go
 unit-go:
 	@# redisstore's conformance suite runs against a real redis-server: never skipped here.
-	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
+	SQSIDEM_REQUIRE_REDIS=1 $(UNIT_GO) $(RACE) $$(go list ./... $(LIBRARY) $(TOOLS) $(KIT) | grep -v /infra)
 	$(UNIT_GO) $(RACE) -tags $(FAULTS_TAG) $(FAULTS)
 	@# The example applications (their CDK apps: unit-infra).
 	for d in $(EXAMPLES); do (cd $$d && GOWORK=off $(UNIT_GO) $(RACE) . ./consumer/...) || exit 1; done
@@ -235,7 +237,7 @@ mutants: ## apply each deliberate bug alone and show the simulator catches it (t
 	go run ./integration/sim/cmd/mutants | tee $(CACHE)/mutants.log
 
 .PHONY: e2e-example
-e2e-example: npm ## deploy examples/hotel into LocalStack, drive duplicates through its event source mapping, destroy
+e2e-example: npm ## deploy examples/hotel into LocalStack, prove it with the kit (integration/kit: duplicates, copies at once, mismatch, keyless, malformed, DLQ, metrics), destroy
 	$(LOCALSTACK) run --deploy -- bash integration/scripts/e2e-example.sh
 
 .PHONY: test-hostexec
@@ -297,7 +299,7 @@ vet: vet-go vet-infra ## go vet (every module and tag), gofmt, actionlint on .gi
 
 .PHONY: vet-go
 vet-go:
-	go vet $(RACE) -trimpath $$(go list ./... $(LIBRARY) $(TOOLS) | grep -v /infra)
+	go vet $(RACE) -trimpath $$(go list ./... $(LIBRARY) $(TOOLS) $(KIT) | grep -v /infra)
 	go vet $(RACE) -trimpath -tags $(FAULTS_TAG) $(FAULTS)
 	go vet $(RACE) -trimpath -tags integration ./integration/...
 	for d in $(EXAMPLES); do (cd $$d && GOWORK=off go vet $(RACE) -trimpath . ./consumer/... && GOWORK=off go vet $(RACE) -trimpath -tags e2e . ./consumer/...) || exit 1; done
@@ -315,7 +317,7 @@ vet-infra:
 .PHONY: lint
 lint: vet ## vet, then staticcheck (when it installs)
 	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then \
-		go run $(STATICCHECK) ./... $(LIBRARY) $(CONSTRUCT) $(TOOLS) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
+		go run $(STATICCHECK) ./... $(LIBRARY) $(CONSTRUCT) $(TOOLS) $(KIT) && go run $(STATICCHECK) -tags $(FAULTS_TAG) $(FAULTS) && \
 		go run $(STATICCHECK) -tags integration ./integration/...; \
 	else echo "lint: staticcheck could not be installed, skipped"; fi
 

@@ -23,6 +23,7 @@ var libraryModules = map[string]string{
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch":    "pkg/idem/sqsbatch",
 	"github.com/exactlyonce/sqsidem/pkg/idem/redisstore":  "pkg/idem/redisstore",
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer":    "pkg/idem/consumer",
+	"github.com/exactlyonce/sqsidem/integration/kit":      "integration/kit",
 }
 
 // notInTheLibrary are the template's tools: a go get of the library must not
@@ -68,6 +69,10 @@ func TestLibraryDependencies(t *testing.T) {
 		// The consumer runtime: the two stores, the batch adapter, the
 		// SDK's config and clients, aws-lambda-go; no CDK.
 		{"consumer runtime", []string{"pkg/idem/consumer"},
+			slices.Concat([]string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/aws/aws-lambda-go"}, goRedisOwn, lambdaGoOwn)},
+		// The proof kit, in a team's test code: the SDK's clients and the
+		// runtime's names; no CDK.
+		{"proof kit", []string{"integration/kit"},
 			slices.Concat([]string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/aws/aws-lambda-go"}, goRedisOwn, lambdaGoOwn)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
