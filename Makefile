@@ -237,8 +237,8 @@ mutants: ## apply each deliberate bug alone and show the simulator catches it (t
 	go run ./integration/sim/cmd/mutants | tee $(CACHE)/mutants.log
 
 .PHONY: e2e-example
-e2e-example: npm ## deploy examples/hotel into LocalStack, prove it with the kit (integration/kit: duplicates, copies at once, mismatch, keyless, malformed, DLQ, metrics), destroy
-	$(LOCALSTACK) run --deploy -- bash integration/scripts/e2e-example.sh
+e2e-example: npm ## deploy a copy of examples/hotel (outside the repository, built from the release check's proxy) into LocalStack, prove it with the kit (integration/kit: duplicates, copies at once, mismatch, keyless, malformed, DLQ, metrics), destroy
+	$(LOCALSTACK) run --deploy -- go run ./integration/cmd/release -then 'bash integration/scripts/e2e-example.sh'
 
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)

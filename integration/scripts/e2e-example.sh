@@ -13,10 +13,20 @@
 #   dashboard and alarms read in the function's logs), cdklocal destroy,
 #   TestNothingLeft (kit.NothingLeft).
 # The stack is destroyed whether the test passes or not. Prints each step's time.
+# Under `go run ./integration/cmd/release -then` (make test does so) it
+# works on the release check's copy of the example, outside the repository,
+# built from the modules as their tags will serve them (SQSIDEM_RELEASE_DIR,
+# and the go environment that command sets): as a team would, from its own
+# repository. Else on examples/hotel itself, through its replace lines.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-example="$root/examples/hotel"
+if [[ -n "${SQSIDEM_RELEASE_DIR:-}" ]]; then
+	example="$SQSIDEM_RELEASE_DIR/examples/hotel"
+	echo "e2e-example: the copy $example (no replace lines; GOPROXY=$GOPROXY)"
+else
+	example="$root/examples/hotel"
+fi
 cd "$example"
 [[ -n "${AWS_ENDPOINT_URL:-}" ]] || { echo "e2e-example: AWS_ENDPOINT_URL is not set (run under localstack.sh run --deploy)" >&2; exit 2; }
 [[ -x "$root/node_modules/.bin/cdklocal" ]] || bash "$root/integration/scripts/install-emulators.sh" npm

@@ -36,7 +36,9 @@ step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
 # mostly waits for its bad messages' redeliveries; its log (that of make
 # test's tier "example", integration/scripts/tier.sh) is printed at the end.
 examplelog="${TEST_LOGS:-$root/.cache/test}/example.log"
-bash integration/scripts/tier.sh --quiet example bash integration/scripts/e2e-example.sh &
+# From the release check's copy of it, outside the repository, as a team
+# would (integration/cmd/release -then).
+bash integration/scripts/tier.sh --quiet example go run ./integration/cmd/release -then 'bash integration/scripts/e2e-example.sh' &
 example=$!
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0

@@ -17,8 +17,16 @@
 // the proxy, so an earlier run's copy would be checked instead of this
 // tree, and a copy left behind would stand in for the real release.
 //
+// With -then, once all that passed, it runs a shell command in the
+// repository with the team's environment (the proxy, no go.work) and
+// SQSIDEM_RELEASE_DIR, the scratch directory whose examples/NAME are the
+// copies: make test deploys examples/hotel into LocalStack and proves it
+// from its copy, as a team would from its own repository
+// (integration/scripts/e2e-example.sh).
+//
 //	go run ./integration/cmd/release            # scratch directories removed at the end
 //	go run ./integration/cmd/release -keep      # kept, and named
+//	go run ./integration/cmd/release -then 'bash integration/scripts/e2e-example.sh'
 package main
 
 import (
@@ -38,12 +46,13 @@ import (
 
 func main() {
 	keep := flag.Bool("keep", false, "keep the scratch directories (the proxy, the examples' copies, the installed idemctl)")
+	then := flag.String("then", "", "once the check passed, run this shell command in the repository with the team's environment and SQSIDEM_RELEASE_DIR (the copies: $SQSIDEM_RELEASE_DIR/examples/NAME)")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	start := time.Now()
-	err := run(ctx, *keep)
+	err := run(ctx, *keep, *then)
 	cancel()
 	stop()
 	if err != nil {
@@ -53,7 +62,7 @@ func main() {
 	fmt.Printf("release: ok: a team gets every module and builds every example (%s)\n", since(start))
 }
 
-func run(ctx context.Context, keep bool) (err error) {
+func run(ctx context.Context, keep bool, then string) (err error) {
 	root, err := repoRoot()
 	if err != nil {
 		return err
@@ -134,7 +143,26 @@ func run(ctx context.Context, keep bool) (err error) {
 		}
 	}
 
-	return installCommands(ctx, g, scratch, version)
+	if err := installCommands(ctx, g, scratch, version); err != nil || then == "" {
+		return err
+	}
+	return runThen(ctx, g, root, scratch, then)
+}
+
+// runThen runs the shell command then in root, its output passed through,
+// with the team's environment and SQSIDEM_RELEASE_DIR=scratch.
+func runThen(ctx context.Context, g goCmd, root, scratch, then string) error {
+	t := time.Now()
+	fmt.Printf("release: then, with SQSIDEM_RELEASE_DIR=%s: %s\n", scratch, then)
+	cmd := exec.CommandContext(ctx, "bash", "-c", then)
+	cmd.Dir = root
+	cmd.Env = append(append([]string(nil), g.env...), "SQSIDEM_RELEASE_DIR="+scratch)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("then %q: %w", then, err)
+	}
+	fmt.Printf("release: then ok (%s)\n", since(t))
+	return nil
 }
 
 // installCommands installs each published command with go install
