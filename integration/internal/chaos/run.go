@@ -299,7 +299,11 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dead, err := s.DeadLetters(cctx)
+	// Hidden for longer than reading thousands may take on a loaded
+	// machine: with a minute, those read first could come back before the
+	// last were read (a 100,000-key hold run missed 9 held keys' messages,
+	// 2026-11-27; whether this was why is what the next run tells).
+	dead, err := s.DeadLettersHidden(cctx, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}

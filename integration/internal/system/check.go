@@ -86,31 +86,59 @@ type DeadLetter struct {
 
 // DeadLetters reads the DLQ. The messages stay there, hidden for a minute.
 func (s *System) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+	return s.DeadLettersHidden(ctx, time.Minute)
+}
+
+// DeadLettersHidden reads the DLQ, each message once (by id), hiding what
+// it read for hide: longer than the read takes, or messages read first
+// come back before the last are read. It reads until two receives come
+// back empty and the queue counts no visible message: a read that ends
+// with messages still visible is an error, not a short answer.
+func (s *System) DeadLettersHidden(ctx context.Context, hide time.Duration) ([]DeadLetter, error) {
 	var out []DeadLetter
-	for empty := 0; empty < 2; {
-		res, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(s.DLQ.URL),
-			MaxNumberOfMessages:         10,
-			VisibilityTimeout:           60,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
+	seen := map[string]bool{}
+	for {
+		for empty := 0; empty < 2; {
+			res, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl:                    aws.String(s.DLQ.URL),
+				MaxNumberOfMessages:         10,
+				VisibilityTimeout:           int32(hide / time.Second),
+				WaitTimeSeconds:             1,
+				MessageAttributeNames:       []string{"All"},
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("system: read DLQ: %w", err)
+			}
+			if len(res.Messages) == 0 {
+				empty++
+				continue
+			}
+			empty = 0
+			for _, m := range res.Messages {
+				id := aws.ToString(m.MessageId)
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				d := DeadLetter{MessageID: id, Body: aws.ToString(m.Body)}
+				d.Receives, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+				d.Key = KeyOf(s.Key, m.MessageAttributes, d.Body)
+				d.Reason = s.Records.Reason(d.MessageID)
+				out = append(out, d)
+			}
+		}
+		visible, _, err := QueueDepth(ctx, s.SQS, s.DLQ.URL)
 		if err != nil {
-			return nil, fmt.Errorf("system: read DLQ: %w", err)
+			return nil, err
 		}
-		if len(res.Messages) == 0 {
-			empty++
-			continue
+		if visible == 0 {
+			return out, nil
 		}
-		for _, m := range res.Messages {
-			d := DeadLetter{MessageID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body)}
-			d.Receives, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-			d.Key = KeyOf(s.Key, m.MessageAttributes, d.Body)
-			d.Reason = s.Records.Reason(d.MessageID)
-			out = append(out, d)
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("system: read DLQ: %d messages read, %d still visible: %w", len(out), visible, err)
 		}
 	}
-	return out, nil
 }
 
 // KeyOf is a message's key as the consumer reads it: the attribute named
