@@ -175,9 +175,10 @@ test-steps:
 	@# its second half (a third of both cores idle, measured): the simulator
 	@# (100,000 schedules), the CDK assertion tests and the release check
 	@# (which reuses their CDK compile) run alongside at a lower priority,
-	@# on the CPU the scenarios leave (each whatever the others' outcome). Not the lowest: beside two busy loops at normal
-	@# priority, nice 19 left the simulator 1.4% of a core, and it ran out
-	@# of its 10 minutes (loaded.sh, 2026-11-27); nice 10 leaves it a tenth.
+	@# on the CPU the scenarios leave (each whatever the others' outcome).
+	@# Not the lowest: beside two busy loops at normal priority, nice 19
+	@# left the simulator 1.4% of a core, and it ran out of its 10 minutes
+	@# (loaded.sh, 2026-11-27); nice 10 leaves it a tenth.
 	$(TIER) emulator-phase bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
 		nice -n 10 bash -c '$(TIER) simulator $(MAKE) --no-print-directory sim; sim=$$?; \
 			$(TIER) cdk $(MAKE) --no-print-directory unit-infra; cdk=$$?; \
