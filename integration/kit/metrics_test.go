@@ -46,7 +46,7 @@ func TestParseEMF(t *testing.T) {
 		{name: "another function", function: "other", want: "dimension FunctionName"},
 		{name: "a metric missing", function: "fn", want: "metric Held", change: func(l map[string]any) { delete(l, consumer.MetricHeld) }},
 		{name: "another namespace", function: "fn", want: "namespace", change: func(l map[string]any) {
-			l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Namespace"] = consumer.LegacyMetricNamespace
+			l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Namespace"] = "ExactlyOnce" // the namespace before v0.3.0
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

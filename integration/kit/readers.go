@@ -130,7 +130,7 @@ func (s Stack) resolve(v any) (string, error) {
 			if p, ok := s.physical[ref]; ok {
 				return p, nil
 			}
-			return "", fmt.Errorf("Ref %s: no such resource", ref)
+			return "", fmt.Errorf("ref %s: no such resource", ref)
 		}
 		if att, ok := v["Fn::GetAtt"].([]any); ok {
 			return fmt.Sprintf("%v", att), nil
