@@ -63,15 +63,6 @@ func (c *lru[E]) put(key string, e E) {
 	}
 }
 
-func (c *lru[E]) remove(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		c.order.Remove(el)
-		delete(c.items, key)
-	}
-}
-
 // cacheEntry is a receipt the Guard has seen (WithCache). It only ever
 // holds receipts, so a hit can only turn a store round trip into the same
 // Duplicate answer. Its result is the Guard's own copy: callers get copies.

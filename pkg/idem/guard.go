@@ -177,7 +177,7 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 		completion: Completion{ExpiresAt: acq.ExpiresAt}}
 	stillUnknown := false
 	if unknownTakeover(rec) {
-		res, err, done, still := g.settleUnknown(ctx, effectCtx, skey, r, c.reconcile)
+		res, done, still, err := g.settleUnknown(ctx, effectCtx, skey, r, c.reconcile)
 		if done {
 			return res, err
 		}

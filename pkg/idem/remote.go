@@ -136,13 +136,13 @@ func unknownTakeover(rec Record) bool {
 // stays unknown (still = true): then even a definite failure of this
 // attempt releases the record UNKNOWN, since it says nothing of the
 // earlier one, and the next attempt reconciles again.
-func (g *Guard) settleUnknown(ctx, effectCtx context.Context, skey string, r receipt, reconcile ReconcileFunc) (res Result, err error, done, still bool) {
+func (g *Guard) settleUnknown(ctx, effectCtx context.Context, skey string, r receipt, reconcile ReconcileFunc) (res Result, done, still bool, err error) {
 	reason := "unknown outcome, no reconcile"
 	if reconcile != nil {
 		applied, value, err := callReconcile(effectCtx, reconcile)
 		switch {
 		case err == nil && !applied:
-			return Result{}, nil, false, false
+			return Result{}, false, false, nil
 		case err == nil:
 			r.completion.Result = value
 			if len(value) > g.opts.maxResult {
@@ -152,27 +152,27 @@ func (g *Guard) settleUnknown(ctx, effectCtx context.Context, skey string, r rec
 			if res.Outcome == Executed {
 				res.Outcome = Reconciled
 			}
-			return res, err, true, false
+			return res, true, false, err
 		}
 		reason = "unknown outcome, reconcile could not tell: " + g.opts.errorText(err)
 	}
 	if g.opts.unknown == Retry {
-		return Result{}, nil, false, true
+		return Result{}, false, true, nil
 	}
 	switch err := g.release(ctx, skey, r.token, StatusHeld, reason, r.leaseUntil); {
 	case errors.Is(err, ErrLeaseLost):
 		// Another attempt took the record over (this one outlived its
 		// lease): it meets the unknown outcome in turn.
-		return Result{Outcome: LeaseLost, Attempts: r.attempts},
-			fmt.Errorf("idem: hold %s (attempt %d): %w", skey, r.attempts, err), true, false
+		return Result{Outcome: LeaseLost, Attempts: r.attempts}, true, false,
+			fmt.Errorf("idem: hold %s (attempt %d): %w", skey, r.attempts, err)
 	case err != nil:
 		// Not parked: the record stays ours until the lease ends, and the
 		// attempt that takes it over then meets the same unknown outcome.
-		return Result{Outcome: StoreError, Attempts: r.attempts},
-			fmt.Errorf("idem: hold %s (attempt %d): %w", skey, r.attempts, storeError(err)), true, false
+		return Result{Outcome: StoreError, Attempts: r.attempts}, true, false,
+			fmt.Errorf("idem: hold %s (attempt %d): %w", skey, r.attempts, storeError(err))
 	}
-	return Result{Outcome: Held, Attempts: r.attempts},
-		fmt.Errorf("%w: %s (attempt %d): %s", ErrHeld, skey, r.attempts, reason), true, false
+	return Result{Outcome: Held, Attempts: r.attempts}, true, false,
+		fmt.Errorf("%w: %s (attempt %d): %s", ErrHeld, skey, r.attempts, reason)
 }
 
 // callReconcile calls fn; a panic is an answer it could not give.

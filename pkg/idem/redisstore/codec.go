@@ -22,9 +22,8 @@ const (
 	fieldUpdatedAt     = "updatedAt"     // Unix milliseconds
 	fieldLastError     = "lastError"
 	fieldPrevStatus    = "prevStatus" // on an acquired record: the status of the record it took over
-	// fieldReleased is the lease of the last release that landed; only
-	// releaseLua reads it (a Record does not carry it).
-	fieldReleased = "released"
+	// The field "released", the lease of the last release that landed, is
+	// read and written by releaseLua alone (a Record does not carry it).
 )
 
 // millis is how times travel to the scripts and sit in the hash: Unix
