@@ -97,16 +97,7 @@ func TestNagTracingDisabled(t *testing.T) {
 			t.Errorf("%s: AwsSolutions-IAM5 suppressed, with nothing left to suppress", id)
 		}
 	}
-	ann := assertions.Annotations_FromStack(stack)
-	var found []string
-	for _, pack := range []string{"AwsSolutions-.*", "Serverless-.*"} {
-		match := assertions.Match_StringLikeRegexp(jsii.String(pack))
-		for _, m := range append(*ann.FindError(jsii.String("*"), match), *ann.FindWarning(jsii.String("*"), match)...) {
-			rule, _, _ := strings.Cut(fmt.Sprint(m.Entry.Data), ":")
-			found = append(found, rule+" at "+*m.Id)
-		}
-	}
-	slices.Sort(found)
+	found := cdktest.NagFindings(stack)
 	want := []string{
 		"Serverless-LambdaTracing at /Test/Default/Consumer/Resource",
 		"Serverless-LambdaTracing at /Test/Producer/Resource",

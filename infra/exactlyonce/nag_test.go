@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -19,22 +18,6 @@ import (
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce/cdktest"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
-
-// nagFindings: every error and warning of the AwsSolutions and Serverless
-// packs in stack, as "<rule> at <path>", sorted.
-func nagFindings(stack awscdk.Stack) []string {
-	ann := assertions.Annotations_FromStack(stack)
-	var found []string
-	for _, pack := range []string{"AwsSolutions-.*", "Serverless-.*"} {
-		match := assertions.Match_StringLikeRegexp(jsii.String(pack))
-		for _, m := range append(*ann.FindError(jsii.String("*"), match), *ann.FindWarning(jsii.String("*"), match)...) {
-			rule, _, _ := strings.Cut(fmt.Sprint(m.Entry.Data), ":")
-			found = append(found, rule+" at "+*m.Id)
-		}
-	}
-	slices.Sort(found)
-	return found
-}
 
 // TestNagClean: with ConsumerProps.Nag, a consumer synthesizes without a
 // finding the construct has not suppressed with its reason, in the
@@ -64,7 +47,7 @@ func TestNagClean(t *testing.T) {
 			p := props(stack)
 			p.Code, p.Nag = cdktest.Code(), true
 			exactlyonce.NewConsumer(stack, "Orders", &p)
-			if found := nagFindings(stack); len(found) > 0 {
+			if found := cdktest.NagFindings(stack); len(found) > 0 {
 				t.Errorf("cdk-nag findings: %q", found)
 			}
 		})
@@ -83,7 +66,7 @@ func TestNagRunsThePacks(t *testing.T) {
 			c := exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{Code: cdktest.Code(), Nag: on})
 			awssqs.NewQueue(c, jsii.String("Inside"), nil)
 			awssqs.NewQueue(stack, jsii.String("Outside"), nil)
-			found := nagFindings(stack)
+			found := cdktest.NagFindings(stack)
 			var want []string
 			if on {
 				want = []string{
@@ -107,7 +90,7 @@ func TestNagTracing(t *testing.T) {
 		Code: cdktest.Code(), Nag: true, Config: exactlyonce.Config{Tracing: awslambda.Tracing_PASS_THROUGH},
 	})
 	want := []string{"Serverless-LambdaTracing at /Test/Orders/Consumer/Resource"}
-	if found := nagFindings(stack); !slices.Equal(found, want) {
+	if found := cdktest.NagFindings(stack); !slices.Equal(found, want) {
 		t.Errorf("cdk-nag findings = %q, want %q", found, want)
 	}
 }

@@ -53,7 +53,7 @@ func Example_secrets() {
 	})
 	fmt.Println("consumer env SMS_URL, SMS_TOKEN=<the secret's ARN>, IDEM_KEY=reminderId")
 	fmt.Println("the role may read the secret")
-	fmt.Println(len(nagFindings(stack)), "cdk-nag findings")
+	fmt.Println(len(cdktest.NagFindings(stack)), "cdk-nag findings")
 	// Output:
 	// consumer env SMS_URL, SMS_TOKEN=<the secret's ARN>, IDEM_KEY=reminderId
 	// the role may read the secret

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,4 +171,20 @@ func Strings(v any) []string {
 func JSON(v any) string {
 	raw, _ := json.Marshal(v)
 	return string(raw)
+}
+
+// NagFindings is every error and warning cdk-nag's AwsSolutions and
+// Serverless packs annotated in stack, as "<rule> at <path>", sorted.
+func NagFindings(stack awscdk.Stack) []string {
+	ann := assertions.Annotations_FromStack(stack)
+	var found []string
+	for _, pack := range []string{"AwsSolutions-.*", "Serverless-.*"} {
+		match := assertions.Match_StringLikeRegexp(jsii.String(pack))
+		for _, m := range append(*ann.FindError(jsii.String("*"), match), *ann.FindWarning(jsii.String("*"), match)...) {
+			rule, _, _ := strings.Cut(fmt.Sprint(m.Entry.Data), ":")
+			found = append(found, rule+" at "+*m.Id)
+		}
+	}
+	slices.Sort(found)
+	return found
 }
