@@ -73,7 +73,7 @@ LOCALSTACK_TESTS  := $(LOCALSTACK_GO) | $(QUIET)
 TEST_LOGS         ?= $(CACHE)/test
 export TEST_LOGS
 TIER              := bash integration/scripts/tier.sh
-LOCALSTACK        := bash integration/scripts/localstack.sh
+LOCALSTACK        := bash integration/kit/localstack/localstack.sh
 # The demo and chaos runs read the test profile's template, or the localstack
 # profile's when AWS_ENDPOINT_URL names an endpoint (system.Assembly).
 SYNTH_FOR_ENDPOINT := $(if $(AWS_ENDPOINT_URL),synth-localstack,synth-test)
@@ -238,13 +238,13 @@ mutants: ## apply each deliberate bug alone and show the simulator catches it (t
 	go run ./integration/sim/cmd/mutants | tee $(CACHE)/mutants.log
 
 .PHONY: e2e-example
-e2e-example: npm ## deploy a copy of examples/hotel (outside the repository, built from the release check's proxy) into LocalStack, prove it with the kit (integration/kit: duplicates, copies at once, mismatch, keyless, malformed, DLQ, metrics), destroy
+e2e-example: npm ## copies of the examples (outside the repository, built from the release check's proxy), each proved on LocalStack by its own make prove (go tool onlocalstack: deploy, the kit's scenarios, destroy, nothing left)
 	$(LOCALSTACK) run --deploy -- go run ./integration/cmd/release -then 'bash integration/scripts/e2e-example.sh'
 
 .PHONY: test-hostexec
 test-hostexec: ## the tests of the LocalStack host executor (Python)
 	@$(LOCALSTACK) install
-	.cache/localstack/venv/bin/python -m pytest -q integration/localstack/hostexec
+	.cache/localstack/venv/bin/python -m pytest -q integration/kit/localstack/hostexec
 
 .PHONY: bench
 bench: deps ## pkg/idem vs Powertools (Python, TypeScript) on one DynamoDB Local, side by side (~10 min): .cache/bench/latest.md
@@ -376,23 +376,23 @@ deploy-local: npm build-local ## deploy the stack into a LocalStack that keeps r
 	@ctx='$(or $(DEPLOY_LOCAL_CONTEXT),-c profile=localstack) -c consumerCode=build/local/consumer -c producerCode=build/local/producer -o build/local/cdk.out'; \
 	deploy="$(CDKLOCAL) bootstrap $(CDK_FLAGS) $$ctx && $(CDKLOCAL) deploy $(CDK_FLAGS) --all --require-approval never $$ctx"; \
 	if [ "$(KEEP)" = 0 ]; then \
-		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
+		bash integration/kit/localstack/localstack.sh run --deploy -- bash -c "$$deploy"; \
 	else \
 		if [ -z "$${AWS_ENDPOINT_URL:-}" ]; then \
-			bash integration/scripts/localstack.sh start --deploy >/dev/null; \
-			eval "$$(bash integration/scripts/localstack.sh env)"; \
+			bash integration/kit/localstack/localstack.sh start --deploy >/dev/null; \
+			eval "$$(bash integration/kit/localstack/localstack.sh env)"; \
 		fi; \
-		bash integration/scripts/localstack.sh run --deploy -- bash -c "$$deploy"; \
-		echo "deploy-local: LocalStack keeps running at $$AWS_ENDPOINT_URL. Use it:  eval \"\$$(bash integration/scripts/localstack.sh env)\"   Stop it:  make localstack-down.   The lease-mode consumer calls the partner at 127.0.0.1:47931: go run ./integration/cmd/partner"; \
+		bash integration/kit/localstack/localstack.sh run --deploy -- bash -c "$$deploy"; \
+		echo "deploy-local: LocalStack keeps running at $$AWS_ENDPOINT_URL. Use it:  eval \"\$$(bash integration/kit/localstack/localstack.sh env)\"   Stop it:  make localstack-down.   The lease-mode consumer calls the partner at 127.0.0.1:47931: go run ./integration/cmd/partner"; \
 	fi
 
 .PHONY: localstack-up
 localstack-up: ## start a LocalStack that keeps running (services for deploys; no Docker needed) and print its env
-	@bash integration/scripts/localstack.sh start --deploy
+	@bash integration/kit/localstack/localstack.sh start --deploy
 
 .PHONY: localstack-down
 localstack-down: ## stop the LocalStack of localstack-up / deploy-local
-	@bash integration/scripts/localstack.sh stop
+	@bash integration/kit/localstack/localstack.sh stop
 
 .PHONY: integration-localstack
 integration-localstack: deps build synth-localstack ## the integration suite against LocalStack (yours with AWS_ENDPOINT_URL; else started and stopped around it, Docker or not)

@@ -20,6 +20,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/exactlyonce/sqsidem/infra/exactlyonce v0.3.0
+	github.com/exactlyonce/sqsidem/integration/kit v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0
@@ -83,6 +84,7 @@ require (
 // directories; go.work does the same for commands run inside them.
 replace (
 	github.com/exactlyonce/sqsidem/infra/exactlyonce => ./infra/exactlyonce
+	github.com/exactlyonce/sqsidem/integration/kit => ./integration/kit
 	github.com/exactlyonce/sqsidem/pkg/idem => ./pkg/idem
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer => ./pkg/idem/consumer
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore => ./pkg/idem/dynamostore

@@ -90,13 +90,13 @@ func TestConfig() Config {
 
 // LocalStackConfig is the test profile for LocalStack, whose requests take
 // about 2.5 times as long as the lightweight emulators' on the same machine:
-// a function timeout and safety margin with room for that, everything else
-// (the mode included) as in TestConfig. The suite provisions from it when
-// it runs on LocalStack, and `make deploy-local` deploys it.
+// the construct's LocalStack preset (exactlyonce.Config.LocalStack: a 4 s
+// function, visibility 24 s, a 1 s safety margin), everything else (the
+// mode included) as in TestConfig. The suite provisions from it when it
+// runs on LocalStack, and `make deploy-local` deploys it.
 func LocalStackConfig() Config {
 	c := TestConfig()
-	c.FunctionTimeout = 4 * time.Second // visibility 24s
-	c.SafetyMargin = time.Second
+	c.Config = c.Config.LocalStack()
 	return c
 }
 

@@ -5,7 +5,7 @@ go 1.26
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.270.0
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/aws/aws-sdk-go-v2 v1.47.7
+	github.com/aws/aws-sdk-go-v2 v1.47.8
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.19
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression v1.10.7
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
@@ -22,8 +22,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.15 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.7 // indirect
-	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.10 // indirect
-	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.10 // indirect
+	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.11 // indirect
+	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.11 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.82.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.5 // indirect
@@ -77,3 +77,5 @@ replace (
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore => ../../pkg/idem/redisstore
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch => ../../pkg/idem/sqsbatch
 )
+
+tool github.com/exactlyonce/sqsidem/integration/kit/cmd/onlocalstack

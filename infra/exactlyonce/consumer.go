@@ -23,7 +23,7 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
-// ConsumerProps configures NewConsumer. Only Code is required.
+// ConsumerProps configures NewConsumer. Only Code or Main is required.
 type ConsumerProps struct {
 	// Config tunes the consumer; a zero field takes DefaultConfig's value.
 	Config
@@ -32,6 +32,14 @@ type ConsumerProps struct {
 	// the environment this construct sets, e.g.
 	// awslambda.Code_FromAsset(jsii.String("build/consumer"), nil).
 	Code awslambda.Code
+	// Main is the Go package of the consumer's main (e.g. "./consumer",
+	// relative to the CDK app's directory). Without Code, the construct
+	// builds it for provided.al2023 on arm64 when the app synthesizes (go
+	// build -tags lambda.norpc -trimpath: go on PATH). Under the LocalStack
+	// preset (ContextLocalStack) it is built for this machine with the
+	// fault switches (-tags sqsidem_faults, FAULT_FROM_MESSAGE=true) and
+	// deployed instead of Code. Code or Main is required.
+	Main string
 	// Environment adds the effect's own variables (its tables, endpoints);
 	// values may be tokens, e.g. table.TableName(). It may not set those
 	// NewConsumer derives from Config and the receipt table
@@ -102,9 +110,12 @@ var sendActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:Get
 // it panics on an invalid configuration, listing every problem.
 func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *Consumer {
 	cfg := props.Config.WithDefaults()
+	if OnLocalStack(scope) {
+		cfg = cfg.LocalStack()
+	}
 	errs := []error{cfg.Validate()}
-	if props.Code == nil {
-		errs = append(errs, errors.New("props.Code is required: the consumer's bootstrap"))
+	if props.Code == nil && props.Main == "" {
+		errs = append(errs, errors.New("props.Code or props.Main is required: the consumer's bootstrap, or its Go package"))
 	}
 	if env := overlap(props.Environment, derivedEnvironment()); len(env) > 0 {
 		errs = append(errs, fmt.Errorf("props.Environment must not set %s: NewConsumer derives them from Config", strings.Join(env, ", ")))
@@ -201,9 +212,10 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	if cfg.Key != "" {
 		env[consumer.EnvKey] = jsii.String(cfg.Key)
 	}
+	code := c.code(props, env)
 
 	c.Function = NewFunction(c, "Consumer", &FunctionProps{
-		Code:                props.Code,
+		Code:                code,
 		Timeout:             cfg.FunctionTimeout,
 		MemoryMB:            cfg.MemoryMB,
 		Environment:         env,

@@ -89,3 +89,87 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectedTotalsWithFaults: a poison message (Failed on each receive)
+// and two keys whose first receive crashed, in lease mode (the key crashed
+// after its effect may be Reconciled), transactional mode (none may) and
+// lease mode with the policy hold (a crashed key may be Held instead).
+func TestExpectedTotalsWithFaults(t *testing.T) {
+	newRun := func(mode string, hold bool) *expected {
+		e := newExpected()
+		e.sent(5, 15)
+		e.deadLetter("poison-00-v0", consumer.MetricFailed)
+		p := faultPlan{mode: mode, unknown: consumer.UnknownRetry}
+		if hold {
+			p.unknown = consumer.UnknownHold
+		}
+		for _, point := range []string{consumer.FaultCrashBefore, consumer.FaultCrashAfter} {
+			e.crash(p.reconcilable(point), p.holds())
+		}
+		return e
+	}
+	const (
+		executed   = consumer.MetricExecuted
+		duplicate  = consumer.MetricDuplicate
+		reconciled = consumer.MetricReconciled
+		held       = consumer.MetricHeld
+		failed     = consumer.MetricFailed
+	)
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		hold    bool
+		totals  map[string]int
+		reached bool
+		err     string // in checkTotals' error; "" for none
+	}{
+		{name: "lease: one executed, one reconciled", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true},
+		{name: "lease without Reconcile: both executed", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 7, duplicate: 10, failed: 3}, reached: true},
+		{name: "transactional: both executed", mode: consumer.ModeTransactional,
+			totals: map[string]int{executed: 7, duplicate: 10, failed: 3}, reached: true},
+		{name: "transactional never reconciles", mode: consumer.ModeTransactional,
+			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true,
+			err: "Reconciled = 1, want at most 0"},
+		{name: "only the crash after the effect may be reconciled", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 5, reconciled: 2, duplicate: 10, failed: 3}, reached: true,
+			err: "Reconciled = 2, want at most 1"},
+		{name: "a crashed key not counted yet", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 6, duplicate: 10, failed: 3},
+			err:    "Executed + Reconciled = 6, want 7"},
+		{name: "a crashed key counted twice", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 7, reconciled: 1, duplicate: 10, failed: 3}, reached: true,
+			err: "Executed + Reconciled = 8, want 7"},
+		{name: "a duplicate not logged yet", mode: consumer.ModeTransactional,
+			totals: map[string]int{executed: 7, duplicate: 9, failed: 3},
+			err:    "Executed + Duplicate + Reconciled = 16, want at least 17"},
+		{name: "the poison message's failures not logged", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 7, duplicate: 10},
+			err:    "Failed = 0, want at least 1"},
+		{name: "held without the policy hold", mode: consumer.ModeLease,
+			totals: map[string]int{executed: 6, held: 2, duplicate: 10, failed: 3},
+			err:    "Held = 2, want 0"},
+		{name: "hold: both crashed keys held", mode: consumer.ModeLease, hold: true,
+			totals: map[string]int{executed: 5, held: 4, duplicate: 10, failed: 3}, reached: true},
+		{name: "hold: one held, one reconciled", mode: consumer.ModeLease, hold: true,
+			totals: map[string]int{executed: 5, reconciled: 1, held: 2, duplicate: 10, failed: 3}, reached: true},
+		{name: "hold: no key held", mode: consumer.ModeLease, hold: true,
+			totals: map[string]int{executed: 6, reconciled: 1, held: 1, duplicate: 10, failed: 3}, reached: true,
+			err: "Held = 1, want 0"},
+		{name: "hold: a crashed key neither done nor held", mode: consumer.ModeLease, hold: true,
+			totals: map[string]int{executed: 5, held: 1, duplicate: 10, failed: 3},
+			err:    "Executed + Reconciled = 5, want 6 (one per key applied, one per key whose first receive crashed, but 1 held)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRun(tc.mode, tc.hold)
+			if got := e.reached(tc.totals); got != tc.reached {
+				t.Errorf("reached = %t, want %t", got, tc.reached)
+			}
+			err := e.checkTotals(tc.totals)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("checkTotals = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -28,6 +28,13 @@
 //     key (the effect keys records its own way).
 //   - malformed: App.Malformed, a message with a key that the effect
 //     refuses: to the dead-letter queue, never applied. Skipped when nil.
+//   - poison: a valid message asking for consumer.FaultPoison: to the
+//     dead-letter queue, never applied.
+//   - crash before effect, crash after effect: a valid message asking for
+//     a crash on its first receive, before the effect or after it (before
+//     its receipt or commit), sent alone once the others have drained
+//     (subtest send alone): applied once after its redelivery, not in the
+//     dead-letter queue, the crash in the function's log.
 //   - dead-letter queue: this run's messages in it are exactly the ones
 //     above that must be there, each once.
 //   - metrics: the runtime's EMF lines in the function's log group count
@@ -42,8 +49,19 @@
 // carries the message attribute [AttributeRun], so that runs against one
 // stack do not count each other's messages.
 //
-// After the stack is destroyed, [NothingLeft] checks that its resources
-// went with it (Run records them, see [EnvRecord]).
+// The poison and crash scenarios are skipped unless the function's
+// environment has FAULT_FROM_MESSAGE=true (the construct's LocalStack
+// preset, with the consumer built with the fault switches); the crashes
+// also need a maxReceiveCount of at least 2.
+//
+// After the stack is destroyed, [NothingLeft] (or [Leftovers]) checks that
+// its resources went with it (Run records them, see [EnvRecord]).
+//
+// The command onlocalstack (cmd/onlocalstack; go tool onlocalstack) is
+// the local loop around a test that calls Run: LocalStack, the synth with
+// the construct's LocalStack preset, deploy, the test, destroy, nothing
+// left. For an effect that calls a partner, [StartStub] is a partner on
+// 127.0.0.1 that counts each call per key and [StubApplied] its probe.
 //
 // The clients are the AWS SDK's defaults: AWS_ENDPOINT_URL points them at
 // LocalStack; with it set and no credentials in the environment, the kit

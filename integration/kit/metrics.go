@@ -31,9 +31,11 @@ var (
 	_ AlarmsAPI = (*cloudwatch.Client)(nil)
 )
 
-// metrics: the EMF lines of this run count every message, and whatever of
-// the stack reads the consumer's metrics (dashboard, alarms) reads ones
-// the lines carry.
+// metrics: the EMF lines of this run count every message (expected's
+// checkTotals; a crashed receive writes none, so a key whose first receive
+// crashed is counted once, by the attempt after), and whatever of the
+// stack reads the consumer's metrics (dashboard, alarms) reads ones the
+// lines carry.
 func (r *run) metrics(ctx context.Context, t *testing.T) {
 	var totals map[string]int
 	lines := 0

@@ -77,40 +77,62 @@ func NothingLeft(t *testing.T, stack string, cfg *aws.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	r, err := recall(stack)
-	if err != nil {
-		t.Fatalf("no record of stack %s (Run records it): %v", stack, err)
-	}
-	c, err := awsConfig(ctx, cfg)
+	left, n, err := Leftovers(ctx, stack, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("after destroy: %d of the stack's %d resources left", len(left), n)
+	if len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// Leftovers is NothingLeft's check without a test: what is left of the
+// stack Run recorded ("<type> <physical id>", sorted), and how many
+// resources the record holds. An error is a check that could not be made
+// (no record, an API error), not a leftover.
+func Leftovers(ctx context.Context, stack string, cfg *aws.Config) (left []string, recorded int, err error) {
+	r, err := recall(stack)
+	if err != nil {
+		return nil, 0, fmt.Errorf("no record of stack %s (Run records it): %w", stack, err)
+	}
+	c, err := awsConfig(ctx, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	var errs []error
 	out, err := cloudformation.NewFromConfig(c).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
 	if err == nil {
 		for _, st := range out.Stacks {
 			if st.StackStatus != "DELETE_COMPLETE" {
-				t.Errorf("stack %s is %s", stack, st.StackStatus)
+				left = append(left, fmt.Sprintf("AWS::CloudFormation::Stack %s (%s)", stack, st.StackStatus))
 			}
 		}
 	} else if !strings.Contains(err.Error(), "does not exist") {
-		t.Errorf("stack %s: %v", stack, err)
+		errs = append(errs, fmt.Errorf("stack %s: %w", stack, err))
 	}
 	g := goneChecker{sqs: sqs.NewFromConfig(c), ddb: dynamodb.NewFromConfig(c), fn: lambda.NewFromConfig(c), logs: cloudwatchlogs.NewFromConfig(c)}
-	var left []string
 	for _, phys := range slices.Sorted(maps.Keys(r.Resources)) {
 		typ := r.Resources[phys]
 		gone, err := g.gone(ctx, typ, phys)
 		switch {
 		case err != nil:
-			t.Errorf("%s %s: %v", typ, phys, err)
+			errs = append(errs, fmt.Errorf("%s %s: %w", typ, phys, err))
 		case !gone:
 			left = append(left, typ+" "+phys)
 		}
 	}
-	t.Logf("after destroy: %d of the stack's %d resources left", len(left), len(r.Resources))
-	if len(left) > 0 {
-		t.Fatalf("left behind: %v", left)
+	return left, len(r.Resources), errors.Join(errs...)
+}
+
+// Forget removes the record Run keeps of stack, if any: a command that
+// runs the tests removes an earlier run's before, so that Leftovers never
+// reads a stale one.
+func Forget(stack string) error {
+	if err := os.Remove(recordPath(stack)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
+	return nil
 }
 
 type goneChecker struct {

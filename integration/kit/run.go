@@ -10,7 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // MetricsTimeout bounds the wait for the EMF lines once the queue has
@@ -19,15 +22,16 @@ const MetricsTimeout = 2 * time.Minute
 
 // run is one Run against a stack.
 type run struct {
-	app   App
-	st    Stack
-	sqs   SQSAPI
-	logs  LogsAPI
-	cw    AlarmsAPI
-	id    string    // in every key and in AttributeRun
-	start time.Time // EMF lines from before belong to earlier runs
-	dlq   *deadLetters
-	want  *expected
+	app    App
+	st     Stack
+	sqs    SQSAPI
+	logs   LogsAPI
+	cw     AlarmsAPI
+	id     string    // in every key and in AttributeRun
+	start  time.Time // EMF lines from before belong to earlier runs
+	dlq    *deadLetters
+	want   *expected
+	faults faultPlan // what the function's environment says of the fault scenarios
 }
 
 // Run proves the application's consumer against its deployed stack (see
@@ -56,14 +60,22 @@ func Run(t *testing.T, app App) {
 		id: "kit" + strconv.FormatInt(time.Now().UnixMilli(), 36), start: time.Now(), want: newExpected(),
 	}
 	r.dlq = newDeadLetters(r.sqs, st.DeadLetterQueueURL, r.id)
+	rd, err := redriveOf(ctx, r.sqs, st.QueueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d receives of %s before the dead-letter queue", rd.maxReceives, rd.visibility)
+	env, err := functionEnv(ctx, lambda.NewFromConfig(cfg), st.Function)
+	r.faults = planFaults(env, err, rd.maxReceives)
+	if r.faults.poison == "" {
+		t.Logf("the function honours %s (%s=%s, %s=%s): the fault scenarios run", consumer.FaultAttribute,
+			consumer.EnvMode, r.faults.mode, consumer.EnvUnknownOutcome, r.faults.unknown)
+	}
 	timeout := app.Timeout
 	if timeout == 0 {
-		rd, err := redriveOf(ctx, r.sqs, st.QueueURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		timeout = rd.bound() + DefaultMargin
-		t.Logf("%d receives of %s before the dead-letter queue", rd.maxReceives, rd.visibility)
+		// The crash scenarios run after the others have drained, each
+		// waiting a visibility timeout for its message again.
+		timeout = rd.bound() + r.faults.crashTime(rd) + DefaultMargin
 	}
 	t.Logf("stack %s, consumer %s (function %s, namespace %s, key %q): run %s, waits bounded by %s",
 		st.Name, app.Consumer, st.Function, st.Namespace, st.Key, r.id, timeout)
@@ -76,6 +88,11 @@ func Run(t *testing.T, app App) {
 	}
 	if !t.Run("drain", func(t *testing.T) { r.waitSettled(sctx, t) }) {
 		return
+	}
+	if alone := aloneOf(scs); len(alone) > 0 {
+		if !t.Run("send alone", func(t *testing.T) { r.sendAlone(sctx, t, alone) }) {
+			return
+		}
 	}
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {

@@ -57,13 +57,16 @@ func (r *run) send(ctx context.Context, t *testing.T, msgs []labelled, copies, s
 // A scenario sends its messages in two steps — first, and then once the
 // effect of its keys applied took place — and checks once the queue has
 // drained. Scenarios do not run as parallel subtests: their sends are
-// interleaved by Run, so that they overlap whatever -test.parallel is.
+// interleaved by Run, so that they overlap whatever -test.parallel is. A
+// message that crashes the function is sent alone instead, after the
+// queue has drained (faults_scenarios.go).
 type scenario struct {
 	name    string
 	skip    string // why it does not apply to this application; "" runs it
 	first   []sending
 	applied []string // keys whose effect takes place before then is sent
 	then    []sending
+	alone   []solo // sent one by one once the others have drained
 	check   func(context.Context, *testing.T)
 }
 
@@ -75,7 +78,10 @@ type sending struct {
 
 // scenarios builds the run's scenarios and adds up what they must come to.
 func (r *run) scenarios() []scenario {
-	return []scenario{r.duplicates(), r.senders(), r.mismatch(), r.keyless(), r.malformed()}
+	return []scenario{
+		r.duplicates(), r.senders(), r.mismatch(), r.keyless(), r.malformed(),
+		r.poison(), r.crash("crash before effect", consumer.FaultCrashBefore), r.crash("crash after effect", consumer.FaultCrashAfter),
+	}
 }
 
 // duplicates: each key twice in one SendMessageBatch, then once more in a

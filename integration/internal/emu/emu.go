@@ -19,7 +19,6 @@ package emu
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/integration/kit/localstack"
 )
 
 // startTimeout bounds how long we wait for an emulator to answer its first
@@ -55,9 +56,6 @@ const stopGrace = 5 * time.Second
 // 256 MB collects the request garbage less often. 1 GB is room for a
 // 100,000-order run per mode.
 var jvmFlags = []string{"-XX:+UseSerialGC", "-Xss512k", "-Xms512m", "-Xmx1g", "-Xmn256m"}
-
-//go:embed LoopbackDynamoDB.java
-var loopbackDynamoDB []byte
 
 // Server is one running emulator process.
 type Server struct {
@@ -154,7 +152,7 @@ func StartDynamoDB(ctx context.Context, root string) (*Server, error) {
 		return nil, fmt.Errorf("emu: %w", err)
 	}
 	launcher := filepath.Join(runDir, "LoopbackDynamoDB.java")
-	if err := writeIfChanged(launcher, loopbackDynamoDB); err != nil {
+	if err := writeIfChanged(launcher, localstack.LoopbackDynamoDB); err != nil {
 		return nil, err
 	}
 

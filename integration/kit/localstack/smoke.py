@@ -1,7 +1,7 @@
 """Smoke test of the stack deployed into LocalStack (make deploy-local): by hand, not in `make test`.
 
-    eval "$(bash integration/scripts/localstack.sh env)"
-    .cache/localstack/venv/bin/python integration/localstack/smoke.py [--assembly build/local/cdk.out] [--fields '{...}'] [--describe]
+    eval "$(bash integration/kit/localstack/localstack.sh env)"
+    .cache/localstack/venv/bin/python integration/kit/localstack/smoke.py [--assembly build/local/cdk.out] [--fields '{...}'] [--describe]
 
 The stack, its outputs and the consumer's key come from the deployed
 assembly (manifest.json) and the stack's outputs; nothing is typed here.
