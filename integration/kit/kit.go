@@ -31,6 +31,10 @@ type App struct {
 	// DynamoDB ConsistentRead, for instance).
 	Applied func(ctx context.Context, s Stack, keys []string) (map[string]int, error)
 
+	// Seed, if set, writes what the effect needs before keys can be
+	// applied (the order a payment refers to, say); Run calls it once, with
+	// every key of the run, before it sends anything. nil: nothing to seed.
+	Seed func(ctx context.Context, s Stack, keys []string) error
 	// Malformed returns a message carrying key that the effect refuses
 	// (returns an error for), so that it ends in the dead-letter queue.
 	// nil: the malformed subtest is skipped.

@@ -28,6 +28,7 @@ type run struct {
 	logs   LogsAPI
 	cw     AlarmsAPI
 	id     string    // in every key and in AttributeRun
+	all    []string  // every key of the run's scenarios (App.Seed)
 	start  time.Time // EMF lines from before belong to earlier runs
 	dlq    *deadLetters
 	want   *expected
@@ -83,6 +84,11 @@ func Run(t *testing.T, app App) {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	scs := r.scenarios()
+	if app.Seed != nil {
+		if err := app.Seed(sctx, st, r.all); err != nil {
+			t.Fatalf("App.Seed: %v", err)
+		}
+	}
 	if !t.Run("send", func(t *testing.T) { r.sendAll(sctx, t, scs) }) {
 		return
 	}

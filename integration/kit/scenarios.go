@@ -24,6 +24,7 @@ func (r *run) keys(scenario string, n int) []string {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s-%s-%02d", r.id, scenario, i)
 	}
+	r.all = append(r.all, keys...)
 	return keys
 }
 

@@ -35,6 +35,10 @@ examples=("$@")
 if ((${#examples[@]} == 0)); then
 	for f in "$base"/*/e2e_test.go; do examples+=("$(basename "$(dirname "$f")")"); done
 fi
+# Bootstrapped once, before they run side by side: two bootstraps of an
+# environment at the same moment race for the same CDKToolkit stack.
+(cd "$logs" && "$root/node_modules/.bin/cdklocal" --no-notices bootstrap aws://000000000000/us-east-1 >"$logs/bootstrap.log" 2>&1) ||
+	{ cat "$logs/bootstrap.log"; exit 1; }
 declare -A pid
 for ex in "${examples[@]}"; do
 	(

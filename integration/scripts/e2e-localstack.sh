@@ -5,7 +5,8 @@
 #   cdklocal bootstrap and deploy of the localstack profile as `make
 #   synth-localstack` synthesized it (cdk.localstack.out, host-arch bootstraps
 #   from build/local), TestDeployedStack (duplicates through LocalStack's own
-#   event source mapping), cdklocal destroy, TestNothingLeft.
+#   event source mapping), TestIdemctlDeployed, TestKit (integration/kit's
+#   scenarios), cdklocal destroy, TestNothingLeft.
 # The stack is destroyed whether the test passes or not. Prints each step's time.
 set -euo pipefail
 
@@ -46,6 +47,8 @@ rc=0
 step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
 # The operator CLI against the same deployed stack (before the destroy).
 step idemctl go test -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeployed$' ./integration/e2e/ || rc=$?
+# The kit a team runs against its own stack (integration/kit), against this one.
+step kit go test -tags e2e -count=1 -timeout 10m -v -run '^TestKit$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
 step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
 erc=0

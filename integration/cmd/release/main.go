@@ -134,7 +134,9 @@ func run(ctx context.Context, keep bool, then string) (err error) {
 		if err := copyExample(filepath.Join(root, filepath.FromSlash(ex)), dir); err != nil {
 			return fmt.Errorf("copying %s: %w", ex, err)
 		}
-		for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
+		// tool: its tools (go tool onlocalstack) too, and their go.sum
+		// lines, as a team's go get -tool wrote them; e2e: the kit test.
+		for _, args := range [][]string{{"build", "./...", "tool"}, {"vet", "-tags", "e2e", "./..."}} {
 			t := time.Now()
 			if _, err := g.run(ctx, dir, nil, args...); err != nil {
 				return fmt.Errorf("%s, copied without its replace lines: %w", ex, err)

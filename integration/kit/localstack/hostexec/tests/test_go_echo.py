@@ -15,7 +15,7 @@ import pytest
 
 from conftest import invoke
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[5]
 ECHO = REPO / "integration" / "internal" / "lambdarun" / "testdata" / "echo"
 
 
