@@ -19,10 +19,6 @@ type resources struct {
 	table, namespace, queueURL, dlqURL, keyField string
 }
 
-// defaultConsumer is the construct id whose outputs have no prefix
-// (infra/exactlyonce addOutputs).
-const defaultConsumer = "Default"
-
 // resources finds the consumer's resources: the stack's outputs first
 // (consumer.Output* suffixes, after the --consumer prefix; a stack deployed
 // before v0.3.0 has the legacy ones), then the flags over them. The namespace defaults to the runtime's own default.
@@ -34,17 +30,11 @@ func (a *app) resources(ctx context.Context) (resources, error) {
 		if err != nil {
 			return r, err
 		}
-		prefix, err := consumerPrefix(a.stack, outputs, a.consumer)
+		c, err := pickConsumer(a.stack, consumer.ConsumersOf(outputs), a.consumer)
 		if err != nil {
 			return r, err
 		}
-		r = resources{
-			table:     outputs[prefix+consumer.OutputTable],
-			namespace: outputs[prefix+consumer.OutputNamespace],
-			queueURL:  outputs[prefix+consumer.OutputQueueURL],
-			dlqURL:    outputs[prefix+consumer.OutputDeadLetterQueueURL],
-			keyField:  outputs[prefix+consumer.OutputKey],
-		}
+		r = resources{table: c.ReceiptTable, namespace: c.Namespace, queueURL: c.QueueURL, dlqURL: c.DeadLetterQueueURL, keyField: c.Key}
 	case a.consumer != "":
 		return r, usagef("--consumer picks a consumer of --stack: pass --stack")
 	}
@@ -111,60 +101,29 @@ func (a *app) stackOutputs(ctx context.Context) (map[string]string, error) {
 	for _, o := range out.Stacks[0].Outputs {
 		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
-	for _, o := range out.Stacks[0].Outputs {
-		for legacy, suffix := range legacyOutputs {
-			prefix, ok := strings.CutSuffix(aws.ToString(o.OutputKey), legacy)
-			if _, set := outputs[prefix+suffix]; ok && !set {
-				outputs[prefix+suffix] = aws.ToString(o.OutputValue)
-			}
-		}
-	}
 	return outputs, nil
 }
 
-// legacyOutputs are the output suffixes of a stack deployed before v0.3.0,
-// by the suffix stackOutputs reads them as. Remove in v0.4.0, with
-// consumer's Legacy constants.
-var legacyOutputs = map[string]string{
-	//lint:ignore SA1019 read for one release after the rename
-	consumer.LegacyOutputTable: consumer.OutputTable,
-	//lint:ignore SA1019 read for one release after the rename
-	consumer.LegacyOutputNamespace: consumer.OutputNamespace,
-	//lint:ignore SA1019 read for one release after the rename
-	consumer.LegacyOutputKey: consumer.OutputKey,
-}
-
-// consumerPrefix picks the consumer whose outputs to use: the one named
-// (defaultConsumer for the unprefixed outputs), or the only one.
-func consumerPrefix(stack string, outputs map[string]string, id string) (string, error) {
-	var found []string
-	for k := range outputs {
-		if p, ok := strings.CutSuffix(k, consumer.OutputTable); ok {
-			found = append(found, p)
-		}
-	}
-	slices.Sort(found)
+// pickConsumer picks the consumer whose outputs to use: the one named
+// (consumer.DefaultConsumerID for the unprefixed outputs), or the only one.
+func pickConsumer(stack string, found []consumer.StackOutputs, id string) (consumer.StackOutputs, error) {
 	ids := make([]string, len(found))
-	for i, p := range found {
-		ids[i] = orDefault(p, defaultConsumer)
+	for i, c := range found {
+		ids[i] = c.ID
 	}
 	if id != "" {
-		prefix := id
-		if id == defaultConsumer {
-			prefix = ""
+		if i := slices.Index(ids, id); i >= 0 {
+			return found[i], nil
 		}
-		if !slices.Contains(found, prefix) {
-			return "", fmt.Errorf("%w: stack %q has no consumer %q (it has: %s)", errNotFound, stack, id, orNone(ids))
-		}
-		return prefix, nil
+		return consumer.StackOutputs{}, fmt.Errorf("%w: stack %q has no consumer %q (it has: %s)", errNotFound, stack, id, orNone(ids))
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("%w: stack %q has no %s output: not a stack of the exactlyonce construct", errNotFound, stack, consumer.OutputTable)
+		return consumer.StackOutputs{}, fmt.Errorf("%w: stack %q has no %s output: not a stack of the exactlyonce construct", errNotFound, stack, consumer.OutputTable)
 	case 1:
 		return found[0], nil
 	}
-	return "", usagef("stack %q has %d consumers (%s): pick one with --consumer", stack, len(found), strings.Join(ids, ", "))
+	return consumer.StackOutputs{}, usagef("stack %q has %d consumers (%s): pick one with --consumer", stack, len(found), strings.Join(ids, ", "))
 }
 
 // orDefault returns s, or def when s is empty.

@@ -88,12 +88,20 @@ func deployed(ctx context.Context, t *testing.T) *deployment {
 	for _, o := range st.Outputs {
 		d.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
-	for key, dst := range map[string]*string{
-		consumer.OutputQueueURL: &d.queueURL, consumer.OutputDeadLetterQueueURL: &d.dlqURL, consumer.OutputKey: &d.key,
-		consumer.OutputFunctionName: &d.consumerName, contract.OutputProducerFunctionName: &d.producerName,
+	// The template's consumer is the construct's id Default: no prefix.
+	cs := consumer.ConsumersOf(d.outputs)
+	if len(cs) != 1 || cs[0].ID != consumer.DefaultConsumerID {
+		t.Fatalf("stack %s: consumers %+v, want one, %s: %v", d.stackName, cs, consumer.DefaultConsumerID, d.outputs)
+	}
+	c := cs[0]
+	d.queueURL, d.dlqURL, d.key, d.consumerName = c.QueueURL, c.DeadLetterQueueURL, c.Key, c.FunctionName
+	d.producerName = d.outputs[contract.OutputProducerFunctionName]
+	for name, v := range map[string]string{
+		consumer.OutputQueueURL: d.queueURL, consumer.OutputDeadLetterQueueURL: d.dlqURL, consumer.OutputKey: d.key,
+		consumer.OutputFunctionName: d.consumerName, contract.OutputProducerFunctionName: d.producerName,
 	} {
-		if *dst = d.outputs[key]; *dst == "" {
-			t.Fatalf("stack %s has no output %s: %v", d.stackName, key, d.outputs)
+		if v == "" {
+			t.Fatalf("stack %s has no output %s: %v", d.stackName, name, d.outputs)
 		}
 	}
 	res, err := d.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(d.stackName)})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/exactlyonce/sqsidem/functions/contract"
 	"github.com/exactlyonce/sqsidem/integration/kit"
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // TestKit: the template's deployed stack proved by the kit a team runs
@@ -33,11 +34,13 @@ func TestKit(t *testing.T) {
 		return kit.Message{Body: string(body)}
 	}
 	kit.Run(t, kit.App{
-		Stack: d.stackName, Consumer: "Default", Message: message,
+		Stack: d.stackName, Consumer: consumer.DefaultConsumerID, Message: message,
 		Malformed: func(key string) kit.Message { // refused by the effect: effect.ErrBadOrder
 			return kit.JSON(map[string]any{contract.KeyField: key, "customer": "c-1", "amountCents": -1})
 		},
-		Seed:    func(ctx context.Context, _ kit.Stack, keys []string) error { return d.probe.Seed(ctx, keys) },
-		Applied: func(ctx context.Context, _ kit.Stack, keys []string) (map[string]int, error) { return d.probe.Applied(ctx, keys) },
+		Seed: func(ctx context.Context, _ kit.Stack, keys []string) error { return d.probe.Seed(ctx, keys) },
+		Applied: func(ctx context.Context, _ kit.Stack, keys []string) (map[string]int, error) {
+			return d.probe.Applied(ctx, keys)
+		},
 	})
 }

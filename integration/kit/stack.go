@@ -42,15 +42,6 @@ type CloudFormationAPI interface {
 
 var _ CloudFormationAPI = (*cloudformation.Client)(nil)
 
-// outputPrefix is the prefix of the construct id's outputs: the construct
-// gives the id "Default" none.
-func outputPrefix(id string) string {
-	if id == "Default" {
-		return ""
-	}
-	return id
-}
-
 // discover reads the stack name: its outputs, the consumer id's among
 // them, its resources and its template.
 func discover(ctx context.Context, cfn CloudFormationAPI, name, id string) (Stack, error) {
@@ -65,20 +56,26 @@ func discover(ctx context.Context, cfn CloudFormationAPI, name, id string) (Stac
 	for _, o := range out.Stacks[0].Outputs {
 		s.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
-	p := outputPrefix(id)
-	for _, o := range []struct {
-		suffix string
-		dst    *string
-	}{
-		{consumer.OutputQueueURL, &s.QueueURL}, {consumer.OutputDeadLetterQueueURL, &s.DeadLetterQueueURL},
-		{consumer.OutputFunctionName, &s.Function}, {consumer.OutputNamespace, &s.Namespace},
+	found := consumer.ConsumersOf(s.Outputs)
+	i := slices.IndexFunc(found, func(c consumer.StackOutputs) bool { return c.ID == id })
+	if i < 0 {
+		ids := make([]string, len(found))
+		for j, c := range found {
+			ids[j] = c.ID
+		}
+		return s, fmt.Errorf("kit: stack %s has no consumer %q (the construct's id; its consumers: %v); its outputs: %v",
+			name, id, ids, slices.Sorted(maps.Keys(s.Outputs)))
+	}
+	c := found[i]
+	for _, o := range []struct{ name, v string }{
+		{consumer.OutputQueueURL, c.QueueURL}, {consumer.OutputDeadLetterQueueURL, c.DeadLetterQueueURL},
+		{consumer.OutputFunctionName, c.FunctionName}, {consumer.OutputNamespace, c.Namespace},
 	} {
-		if *o.dst = s.Outputs[p+o.suffix]; *o.dst == "" {
-			return s, fmt.Errorf("kit: stack %s has no output %s (is %q the construct's id?); its outputs: %v",
-				name, p+o.suffix, id, slices.Sorted(maps.Keys(s.Outputs)))
+		if o.v == "" {
+			return s, fmt.Errorf("kit: stack %s: consumer %q has no output %s; its outputs: %v", name, id, o.name, slices.Sorted(maps.Keys(s.Outputs)))
 		}
 	}
-	s.Key = s.Outputs[p+consumer.OutputKey]
+	s.QueueURL, s.DeadLetterQueueURL, s.Function, s.Namespace, s.Key = c.QueueURL, c.DeadLetterQueueURL, c.FunctionName, c.Namespace, c.Key
 
 	res, err := cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(name)})
 	if err != nil {

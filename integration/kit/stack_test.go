@@ -52,6 +52,23 @@ func outputs(prefix string, key bool) map[string]string {
 	return o
 }
 
+func without(o map[string]string, key string) map[string]string {
+	delete(o, key)
+	return o
+}
+
+// legacy renames the outputs as the construct named them before v0.3.0.
+func legacy(o map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range o {
+		k = strings.Replace(k, consumer.OutputTable, "IdempotencyTableName", 1)
+		k = strings.Replace(k, "Bookings"+consumer.OutputNamespace, "BookingsIdempotencyNamespace", 1)
+		k = strings.Replace(k, "Bookings"+consumer.OutputKey, "BookingsIdempotencyKey", 1)
+		out[k] = v
+	}
+	return out
+}
+
 func TestDiscover(t *testing.T) {
 	for _, tc := range []struct {
 		name, id string
@@ -62,7 +79,9 @@ func TestDiscover(t *testing.T) {
 		{name: "prefixed", id: "Bookings", outputs: outputs("Bookings", true), key: "bookingId"},
 		{name: "no key output", id: "Bookings", outputs: outputs("Bookings", false)},
 		{name: "Default has no prefix", id: "Default", outputs: outputs("", true), key: "bookingId"},
-		{name: "another id", id: "Orders", outputs: outputs("Bookings", true), err: "no output OrdersQueueUrl"},
+		{name: "another id", id: "Orders", outputs: outputs("Bookings", true), err: `no consumer "Orders" (the construct's id; its consumers: [Bookings])`},
+		{name: "an output missing", id: "Bookings", outputs: without(outputs("Bookings", true), "BookingsConsumerFunctionName"), err: "has no output ConsumerFunctionName"},
+		{name: "deployed before v0.3.0", id: "Bookings", outputs: legacy(outputs("Bookings", true)), key: "bookingId"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := discover(t.Context(), fakeCFN{name: "HotelLocal", outputs: tc.outputs}, "HotelLocal", tc.id)
