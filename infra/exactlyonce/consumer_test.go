@@ -169,7 +169,7 @@ func TestInvalidPropsPanic(t *testing.T) {
 			Environment: map[string]*string{consumer.EnvTable: jsii.String("mine"), consumer.EnvMode: jsii.String(consumer.ModeLease), "OK": jsii.String("x")},
 		})
 	})
-	for _, want := range []string{`invalid consumer "Orders"`, "BatchSize must be in 1..10", "ReservedConcurrency (1)", "props.Code is required",
+	for _, want := range []string{`invalid consumer "Orders"`, "BatchSize must be in 1..10", "ReservedConcurrency (1)", "props.Code or props.Main is required",
 		"props.Environment must not set IDEM_MODE, IDEM_TABLE"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("panic %q does not mention %q", msg, want)
