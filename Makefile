@@ -168,26 +168,38 @@ test: ## everything CI runs: unit, lint, template checks, the suite on the emula
 .PHONY: test-steps
 test-steps:
 	@$(TIER) deps $(MAKE) --no-print-directory deps-base
-	@$(MAKE) --no-print-directory test-compile-run
-	@$(TIER) templates $(MAKE) --no-print-directory cfn-checks synth-test synth-localstack
-	@$(TIER) hostexec $(MAKE) --no-print-directory test-hostexec
+	@# The Python tools (LocalStack, cfn-lint, checkov: mostly PyPI
+	@# downloads, about 2 minutes on a fresh machine) install in the
+	@# background from here on; the checks that need them run alongside
+	@# the suite on the emulators and wait for them (tier-wait.sh).
+	@$(TIER) --quiet python-tools bash -c '$(LOCALSTACK) install && bash integration/scripts/cfn-checks.sh --install' </dev/null >/dev/null 2>&1 &
+	@$(TIER) build $(MAKE) --no-print-directory build && $(TIER) unit $(MAKE) --no-print-directory unit-go && \
+		$(TIER) vet $(MAKE) --no-print-directory vet-go
+	@$(TIER) templates $(MAKE) --no-print-directory synth-test synth-localstack
 	@# The suite on the emulators waits for visibility timeouts for much of
 	@# its second half (a third of both cores idle, measured): the simulator
-	@# (100,000 schedules), the CDK assertion tests and the release check
-	@# (which reuses their CDK compile) run alongside at a lower priority,
-	@# on the CPU the scenarios leave (each whatever the others' outcome).
+	@# (100,000 schedules), the CDK assertion tests, the release check
+	@# (which reuses their CDK compile), then, once the Python tools are
+	@# in, the template's cfn-lint and checkov checks and the LocalStack
+	@# executor's tests run alongside at a lower priority, on the CPU the
+	@# scenarios leave (each whatever the others' outcome).
 	@# Not the lowest: beside two busy loops at normal priority, nice 19
 	@# left the simulator 1.4% of a core, and it ran out of its 10 minutes
 	@# (loaded.sh, 2026-11-27); nice 10 leaves it a tenth.
 	$(TIER) emulator-phase bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
 		nice -n 10 bash -c '$(TIER) simulator $(MAKE) --no-print-directory sim; sim=$$?; \
 			$(TIER) cdk $(MAKE) --no-print-directory unit-infra; cdk=$$?; \
-			$(TIER) release-check $(MAKE) --no-print-directory release-check && [ $$cdk = 0 ] && exit $$sim' -- \
+			$(TIER) release-check $(MAKE) --no-print-directory release-check; rel=$$?; \
+			bash integration/scripts/tier-wait.sh python-tools && $(TIER) cfn-checks $(MAKE) --no-print-directory cfn-checks && \
+			$(TIER) hostexec $(MAKE) --no-print-directory test-hostexec; py=$$?; \
+			[ $$sim = 0 ] && [ $$cdk = 0 ] && [ $$rel = 0 ] && exit $$py' -- \
 		$(TIER) emulators $(EMULATOR_GO)
 	@# LocalStack (host mode here, Docker where a daemon answers): the suite,
-	@# then the real stacks deployed, driven and destroyed, on one instance.
-	@# That mostly waits (on LocalStack, and for redeliveries: 3 x 24 s), so
-	@# the fork rehearsal and the small chaos run (on its own
+	@# then the template's stack deployed, driven and destroyed, on one
+	@# instance, and from the start beside them the examples (copies outside
+	@# the repository from the release check's proxy, each proved by its own
+	@# make prove). That mostly waits (on LocalStack, and for redeliveries:
+	@# 3 x 24 s), so the fork rehearsal and the small chaos run (on its own
 	@# emulators, not LocalStack) run alongside, one after the other, each
 	@# whatever the other's outcome.
 	@# (The simulator's mutants, make mutants, and a longer search run in
@@ -195,7 +207,9 @@ test-steps:
 	$(TIER) localstack-phase $(LOCALSTACK) run --deploy -- bash integration/scripts/alongside.sh $(CACHE)/alongside.log \
 		bash -c '$(TIER) fork-rehearsal bash integration/scripts/fork-rehearsal.sh; fork=$$?; \
 			$(TIER) chaos env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 $(MAKE) --no-print-directory chaos-small-run && exit $$fork' -- \
-		bash -c '$(TIER) localstack $(LOCALSTACK_GO) && $(TIER) deployed-stack bash integration/scripts/e2e-localstack.sh'
+		bash -c '$(TIER) --quiet example go run ./integration/cmd/release -then "bash integration/scripts/e2e-example.sh" & ex=$$!; \
+			$(TIER) localstack $(LOCALSTACK_GO) && $(TIER) deployed-stack bash integration/scripts/e2e-localstack.sh; rc=$$?; \
+			wait $$ex; bash integration/scripts/tier-wait.sh example 60 || rc=1; exit $$rc'
 
 # build, unit and vet, while the Python tools (LocalStack, cfn-lint and
 # checkov: mostly PyPI downloads, about 75 s on a fresh machine) install in

@@ -249,7 +249,8 @@ for w in "${want[@]}"; do
 		lines localstack "LocalStack's install and start, and each step of the deployed stacks" \
 			python-tools.log '^localstack: install: (done|up to date)' \
 			localstack-phase.log '^localstack: (ready in|stopped)' \
-			deployed-stack.log '^(e2e-localstack: .* took |---- examples/|onlocalstack: .*: (ok|FAILED).* in [0-9]+ s$)'
+			deployed-stack.log '^e2e-localstack: .* took ' \
+			example.log '^(---- examples/|onlocalstack: .*: (ok|FAILED).* in [0-9]+ s$)'
 		;;
 	checks)
 		lines checks "The template checks" \

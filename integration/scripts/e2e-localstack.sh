@@ -32,16 +32,6 @@ step() { # step NAME CMD...: run CMD and print how long it took
 destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${app[@]}"; }
 
 step bootstrap "$cdklocal" bootstrap --no-notices "${app[@]}"
-# The examples (examples/hotel, examples/reminders), stacks of their own,
-# each proved by its `make prove` (go tool onlocalstack) on the same
-# LocalStack while the template's stack mostly waits for its bad messages'
-# redeliveries; their log (that of make test's tier "example",
-# integration/scripts/tier.sh) is printed at the end.
-examplelog="${TEST_LOGS:-$root/.cache/test}/example.log"
-# From the release check's copies of them, outside the repository, as a
-# team would (integration/cmd/release -then).
-bash integration/scripts/tier.sh --quiet example go run ./integration/cmd/release -then 'bash integration/scripts/e2e-example.sh' &
-example=$!
 step deploy "$cdklocal" deploy --no-notices --all --require-approval never "${app[@]}"
 rc=0
 step drive go test -tags e2e -count=1 -timeout 10m -v -run '^TestDeployedStack$' ./integration/e2e/ || rc=$?
@@ -51,9 +41,4 @@ step idemctl go test -tags e2e -count=1 -timeout 10m -v -run '^TestIdemctlDeploy
 step kit go test -tags e2e -count=1 -timeout 10m -v -run '^TestKit$' ./integration/e2e/ || rc=$?
 destroy || rc=$?
 step "check nothing is left" go test -tags e2e -count=1 -timeout 3m -v -run '^TestNothingLeft$' ./integration/e2e/ || rc=$?
-erc=0
-wait "$example" || erc=$?
-echo "---- the examples (their log, $examplelog) ----"
-cat "$examplelog"
-[[ $erc == 0 ]] || { echo "e2e-localstack: the examples failed (exit $erc)"; rc=1; }
 exit "$rc"

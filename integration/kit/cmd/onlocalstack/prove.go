@@ -117,11 +117,17 @@ func prove(ctx context.Context, o options, t tools) error {
 	derr := step("destroy", func() error {
 		return command(dctx, "", cdkEnv, t.bin("cdklocal"), "--no-notices", "--app", assembly, "destroy", "--all", "--force").Run()
 	})
-	return errors.Join(err, derr, nothingLeft(dctx, stacks))
+	checked, lerr := nothingLeft(dctx, stacks)
+	if err == nil && checked == 0 {
+		// A test file with no kit.Run (or a -run that matches none) passes
+		// and proves nothing: say so rather than exit 0.
+		err = fmt.Errorf("the tests (-run %s) ran kit.Run on none of the stacks %s: nothing was proven", o.run, strings.Join(stacks, ", "))
+	}
+	return errors.Join(err, derr, lerr)
 }
 
-// nothingLeft checks each stack kit.Run recorded.
-func nothingLeft(ctx context.Context, stacks []string) error {
+// nothingLeft checks each stack kit.Run recorded, and says how many.
+func nothingLeft(ctx context.Context, stacks []string) (checked int, _ error) {
 	var errs []error
 	for _, s := range stacks {
 		left, n, err := kit.Leftovers(ctx, s, nil)
@@ -129,6 +135,7 @@ func nothingLeft(ctx context.Context, stacks []string) error {
 			fmt.Fprintf(os.Stderr, "onlocalstack: stack %s: no kit.Run on it, not checked\n", s)
 			continue
 		}
+		checked++
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("after destroy, stack %s: %w", s, err))
@@ -138,7 +145,7 @@ func nothingLeft(ctx context.Context, stacks []string) error {
 			fmt.Fprintf(os.Stderr, "onlocalstack: after destroy: nothing left of stack %s (%d resources checked)\n", s, n)
 		}
 	}
-	return errors.Join(errs...)
+	return checked, errors.Join(errs...)
 }
 
 // stacksOf lists the stacks of a cloud assembly (its manifest.json).
