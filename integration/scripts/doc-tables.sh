@@ -254,7 +254,7 @@ for w in "${want[@]}"; do
 		;;
 	checks)
 		lines checks "The template checks" \
-			templates.log '^cfn-checks: (cfn-lint|checkov)[: ]|^checkov .*: [0-9]+ passed'
+			cfn-checks.log '^cfn-checks: (cfn-lint|checkov)[: ]|^checkov .*: [0-9]+ passed'
 		;;
 	fork)
 		lines fork "The fork the rehearsal made" \
