@@ -46,6 +46,10 @@ if [[ -n "${SQSIDEM_CACHE:-}" ]]; then
 else # integration/kit/localstack of a clone of the repository
 	repo="$(cd "$here/../../.." && pwd)"
 	cachedir="$repo/.cache"
+	[[ -f "$repo/go.mod" ]] || {
+		echo "localstack: ERROR: set SQSIDEM_CACHE: $here is not in a clone of the repository" >&2
+		exit 2
+	}
 fi
 node_modules="${SQSIDEM_NODE_MODULES:-${repo:+$repo/node_modules}}"
 compose=(docker compose -f "$here/docker-compose.yml")
@@ -528,7 +532,7 @@ cmd_start() {
 	printf 'LS_PID=%s\nLS_PORT=%s\nLS_URL=%s\nLS_SERVICES=%s\nLS_TMP=%s\nLS_LOG=%s\ns3_was_there=%s\n' \
 		"$ls_pid" "$ls_port" "http://127.0.0.1:$ls_port" "$services" "$ls_tmp" "$ls_log" "$s3_was_there" >"$pidfile"
 	print_client_env "http://127.0.0.1:$ls_port" | tee "$envfile"
-	say "keeps running; use it with: eval \"\$(bash $script env)\"; stop it with: bash $script stop"
+	say "keeps running; use it with: eval \"\$(${SQSIDEM_CACHE:+SQSIDEM_CACHE=$SQSIDEM_CACHE }bash $script env)\"; stop it with: ${SQSIDEM_CACHE:+SQSIDEM_CACHE=$SQSIDEM_CACHE }bash $script stop"
 }
 
 cmd_env() {
