@@ -140,33 +140,3 @@ func text(v any) string {
 	}
 	return fmt.Sprint(v)
 }
-
-// leftovers lists the resources of r that still exist.
-func (c clients) leftovers(ctx context.Context, r record) []string {
-	var left []string
-	for phys, typ := range r.Resources {
-		var err error
-		switch typ {
-		case "AWS::SQS::Queue":
-			_, err = c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(phys)})
-		case "AWS::DynamoDB::Table":
-			_, err = c.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(phys)})
-		case "AWS::Lambda::Function":
-			_, err = c.lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(phys)})
-		case "AWS::Lambda::EventSourceMapping":
-			_, err = c.lambda.GetEventSourceMapping(ctx, &lambda.GetEventSourceMappingInput{UUID: aws.String(phys)})
-		case "AWS::Logs::LogGroup":
-			var out *cloudwatchlogs.DescribeLogGroupsOutput
-			out, err = c.logs.DescribeLogGroups(ctx, &cloudwatchlogs.DescribeLogGroupsInput{LogGroupNamePrefix: aws.String(phys)})
-			if err == nil && len(out.LogGroups) == 0 {
-				continue
-			}
-		default:
-			continue // roles, policies, alarms, the dashboard: not checked one by one
-		}
-		if err == nil {
-			left = append(left, short(typ)+" "+phys)
-		}
-	}
-	return left
-}

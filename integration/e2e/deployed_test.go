@@ -3,25 +3,22 @@
 // Package e2e drives the stack as `cdklocal deploy` created it in LocalStack:
 // the deployed producer and consumer, LocalStack's own SQS event source
 // mapping, the deployed tables and queues. `make e2e-localstack` deploys,
-// runs TestDeployedStack, destroys, then runs TestNothingLeft.
+// runs TestDeployedStack, TestIdemctlDeployed and TestKit, destroys, then
+// runs TestNothingLeft.
 package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-
 	"github.com/exactlyonce/sqsidem/integration/internal/assembly"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
+	"github.com/exactlyonce/sqsidem/integration/kit"
 )
 
 // The keys of the run: sent by the producer twice, some of them also as
@@ -42,9 +39,6 @@ func TestDeployedStack(t *testing.T) {
 	d := deployed(ctx, t)
 	t.Logf("stack %s: %d resources; outputs %v", d.stackName, len(d.resources), d.outputs)
 	d.compareWithTemplate(ctx, t)
-	if err := d.remember(); err != nil {
-		t.Fatal(err)
-	}
 
 	prefix := "e2e-" + strconv.FormatInt(time.Now().Unix(), 36)
 	batch := d.messages(ctx, t, system.Keys(prefix, keys)...)
@@ -114,62 +108,10 @@ func TestDeployedStack(t *testing.T) {
 }
 
 // TestNothingLeft runs after `cdklocal destroy`: the stack and every
-// resource TestDeployedStack saw are gone.
+// queue, table, function, event source mapping and log group TestKit's
+// kit.Run recorded are gone (kit.NothingLeft, as a team checks its own).
 func TestNothingLeft(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d, err := recall()
-	if err != nil {
-		t.Fatalf("no record of the deployed stack (TestDeployedStack runs first): %v", err)
-	}
-	c := newClients(ctx, t)
-	if out, err := c.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(d.StackName)}); err == nil {
-		for _, s := range out.Stacks {
-			if s.StackStatus != "DELETE_COMPLETE" {
-				t.Errorf("stack %s is %s", d.StackName, s.StackStatus)
-			}
-		}
-	}
-	left := c.leftovers(ctx, d)
-	t.Logf("after destroy: %d of the stack's %d resources left: %v", len(left), len(d.Resources), left)
-	if len(left) > 0 {
-		t.Fatalf("left behind: %v", left)
-	}
-}
-
-// record is what TestDeployedStack leaves for TestNothingLeft.
-type record struct {
-	StackName string
-	Resources map[string]string // physical id → type
-}
-
-func recordPath() string {
-	root, _ := os.Getwd()
-	return filepath.Join(root, "..", "..", ".cache", "e2e", "deployed.json")
-}
-
-func (d *deployment) remember() error {
-	r := record{StackName: d.stackName, Resources: map[string]string{}}
-	for _, res := range d.resources {
-		r.Resources[aws.ToString(res.PhysicalResourceId)] = aws.ToString(res.ResourceType)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(recordPath()), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(recordPath(), b, 0o644)
-}
-
-func recall() (record, error) {
-	var r record
-	b, err := os.ReadFile(recordPath())
-	if err != nil {
-		return r, err
-	}
-	return r, json.Unmarshal(b, &r)
+	kit.NothingLeft(t, theStack(t).Name, nil)
 }
 
 // waitDrained waits until the queue is empty and the DLQ holds want
@@ -224,11 +166,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-func short(s string) string {
-	if i := strings.LastIndexAny(s, ":/"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

@@ -21,6 +21,10 @@ assembly=cdk.localstack.out
 # the app again; the test finds the stack's name and template there too.
 app=(--app "$assembly")
 export SQSIDEM_ASSEMBLY="$root/$assembly"
+# What TestKit's kit.Run records of the stack, for TestNothingLeft: this
+# run's only (kit.EnvRecord).
+export SQSIDEM_KIT_RECORD="$root/.cache/e2e/kit-template.json"
+rm -f "$SQSIDEM_KIT_RECORD"
 
 step() { # step NAME CMD...: run CMD and print how long it took
 	local name=$1 t0=$SECONDS
