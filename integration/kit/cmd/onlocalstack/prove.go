@@ -101,7 +101,7 @@ func prove(ctx context.Context, o options, t tools) error {
 	})
 	if err == nil {
 		err = step("the kit's tests", func() error {
-			dir, err := pkgDir(o.pkg)
+			dir, err := pkgDir(ctx, o.pkg)
 			if err != nil {
 				return err
 			}
@@ -184,8 +184,8 @@ func stacksOf(assembly string) ([]string, error) {
 }
 
 // pkgDir is the directory of a package pattern's single package.
-func pkgDir(pkg string) (string, error) {
-	list := command(context.Background(), "", nil, "go", "list", "-f", "{{.Dir}}", pkg)
+func pkgDir(ctx context.Context, pkg string) (string, error) {
+	list := command(ctx, "", nil, "go", "list", "-f", "{{.Dir}}", pkg)
 	list.Stdout = nil // Output's
 	out, err := list.Output()
 	if err != nil {
