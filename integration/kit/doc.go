@@ -35,8 +35,9 @@
 //     its receipt or commit), sent alone once the others have drained
 //     (subtest send alone): applied once after its redelivery, not in the
 //     dead-letter queue, the crash in the function's log.
-//   - dead-letter queue: this run's messages in it are exactly the ones
-//     above that must be there, each once.
+//   - dead-letter queue: every message above that must be there is, and
+//     no other of the run's. One there twice is a send SQS stored twice
+//     (an SDK retry of a batch whose reply was lost): logged, not failed.
 //   - metrics: the runtime's EMF lines in the function's log group count
 //     every message of the run, carry the namespace and dimensions the
 //     deployed dashboard and alarms read, and the stack's dashboard and
