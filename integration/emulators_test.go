@@ -135,23 +135,26 @@ func receiveCount(t *testing.T, m *types.Message) int {
 }
 
 // (1) A received, undeleted message reappears after the visibility timeout,
-// not before. The library's lease relies on this for redelivery.
+// not before. The library's lease relies on this for redelivery. The time
+// is taken from before the first receive is sent, so that it is never
+// shorter than the message was hidden, however slow the machine answers;
+// how much later it reappears is logged, not asserted (a loaded machine
+// polls late).
 func testVisibilityTimeout(t *testing.T, q sqsQueue) {
 	url := q.create(t, "", map[string]string{"VisibilityTimeout": "2"})
 	id := q.send(t, url, "v")
+	began := time.Now()
 	if m := q.receive(t, url, 0, -1); m == nil || *m.MessageId != id {
 		t.Fatalf("first receive: got %v", m)
 	}
-	m, took := q.pollUntilVisible(t, url, 6*time.Second, -1)
+	m, _ := q.pollUntilVisible(t, url, time.Minute, -1)
+	took := time.Since(began)
 	if m == nil {
 		t.Fatalf("message not visible again within %v", took)
 	}
-	t.Logf("visible again after %.2fs (VisibilityTimeout=2)", took.Seconds())
+	t.Logf("visible again %.2fs after the receive was sent (VisibilityTimeout=2)", took.Seconds())
 	if took < 1800*time.Millisecond {
-		t.Errorf("message visible after %v, before the 2s visibility timeout", took)
-	}
-	if took > 3500*time.Millisecond {
-		t.Errorf("message took %v to reappear, want ~2s", took)
+		t.Errorf("message visible %v after the receive was sent, before the 2s visibility timeout", took)
 	}
 }
 
@@ -341,18 +344,25 @@ func testChangeMessageVisibility(t *testing.T, q sqsQueue) {
 	if m == nil {
 		t.Fatal("message not visible right after ChangeMessageVisibility(0)")
 	}
-	// Extend the 1 s lease to 3 s: it must still be hidden at ~2 s.
+	// Extend the 1 s lease to 3 s: it must still be hidden at ~2 s. A
+	// receive that answers 3 s or more after the extension was sent may
+	// rightly see it (a loaded machine): that proves nothing either way.
+	extended := time.Now()
 	if _, err := q.c.ChangeMessageVisibility(q.ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 3,
 	}); err != nil {
 		t.Fatalf("ChangeMessageVisibility(3): %v", err)
 	}
-	extended := time.Now()
 	time.Sleep(2 * time.Second)
-	if got := q.receive(t, url, 0, -1); got != nil {
-		t.Fatalf("message visible %v after extending visibility to 3s", time.Since(extended))
+	got := q.receive(t, url, 0, -1)
+	switch after := time.Since(extended); {
+	case got != nil && after < 3*time.Second:
+		t.Fatalf("message visible %v after extending visibility to 3s", after)
+	case got != nil:
+		t.Logf("the check at ~2s answered only %v after the extension: visible again, rightly; not checked", after)
+		return
 	}
-	got, _ := q.pollUntilVisible(t, url, 4*time.Second, -1)
+	got, _ = q.pollUntilVisible(t, url, time.Minute, -1)
 	if got == nil {
 		t.Fatal("message never reappeared after the extended timeout")
 	}
