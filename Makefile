@@ -185,7 +185,9 @@ test-steps:
 	@# scenarios leave (each whatever the others' outcome).
 	@# Not the lowest: beside two busy loops at normal priority, nice 19
 	@# left the simulator 1.4% of a core, and it ran out of its 10 minutes
-	@# (loaded.sh, 2026-11-27); nice 10 leaves it a tenth.
+	@# (loaded.sh, 2026-11-27); nice 10 leaves it a tenth. Once the
+	@# emulators' suite ends, alongside.sh puts the chain back at normal
+	@# priority (loaded: the chain ended 18 minutes after the suite).
 	$(TIER) emulator-phase bash integration/scripts/alongside.sh $(CACHE)/alongside-emulators.log \
 		nice -n 10 bash -c '$(TIER) simulator $(MAKE) --no-print-directory sim; sim=$$?; \
 			$(TIER) cdk $(MAKE) --no-print-directory unit-infra; cdk=$$?; \
