@@ -151,11 +151,11 @@ func heldNote(held int) string {
 
 // checkDead: every message the scenarios sent to the dead-letter queue
 // is there, and no other of the run's. A label there more often than it
-// was sent is not the consumer's doing — a consumer cannot add messages,
-// and the queue moves each of its messages once — but a send SQS stored
-// twice: at-least-once, as when the SDK retries a SendMessageBatch whose
-// reply was lost (seen on a loaded LocalStack: both entries of a batch
-// twice). surplus names those.
+// was sent is not the consumer's doing — a consumer cannot add messages
+// to a queue — but SQS's, at least once: a send stored twice, as when the
+// SDK retries a SendMessageBatch whose reply was lost (seen on a loaded
+// LocalStack: both entries of one batch twice in the source queue and in
+// the dead-letter queue). surplus names those.
 func (e *expected) checkDead(got map[string]int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -36,8 +36,9 @@
 //     (subtest send alone): applied once after its redelivery, not in the
 //     dead-letter queue, the crash in the function's log.
 //   - dead-letter queue: every message above that must be there is, and
-//     no other of the run's. One there twice is a send SQS stored twice
-//     (an SDK retry of a batch whose reply was lost): logged, not failed.
+//     no other of the run's. One there more often than sent is SQS's
+//     doing, not the consumer's (a send stored twice, as an SDK retry of
+//     a batch whose reply was lost makes): logged, not failed.
 //   - metrics: the runtime's EMF lines in the function's log group count
 //     every message of the run, carry the namespace and dimensions the
 //     deployed dashboard and alarms read, and the stack's dashboard and

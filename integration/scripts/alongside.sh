@@ -4,10 +4,11 @@
 # fails when either failed. `make test` runs the simulator and the CDK
 # tests alongside the suite on the emulators, and the fork rehearsal and
 # the chaos run alongside LocalStack: both mostly wait for redeliveries.
-# Once CMD2 has ended, CMD and what it started run at normal priority
-# again (a CMD under nice had the CPU CMD2 left; now nothing is left to
-# yield to): on a loaded machine the simulator's chain no longer holds
-# the next phase back for its nice.
+# Once CMD2 has ended, CMD and what it started run at this script's own
+# priority again (a CMD under nice had the CPU CMD2 left; now nothing is
+# left to yield to): on a loaded machine the simulator's chain no longer
+# holds the next phase back for its nice. (Raising a priority needs root;
+# without it CMD keeps its nice.)
 set -uo pipefail
 
 # tree PID: PID and every process below it.
@@ -30,9 +31,10 @@ pid=$!
 rc=0
 "$@" || rc=$?
 # Twice: a child started while the first pass ran inherits the old nice.
+own=$(ps -o ni= -p $$ | tr -d ' ')
 for _ in 1 2; do
 	# shellcheck disable=SC2046 # one argument per pid
-	renice -n 0 -p $(tree "$pid") >/dev/null 2>&1 || true
+	renice -n "${own:-0}" -p $(tree "$pid") >/dev/null 2>&1 || true
 done
 bgrc=0
 wait "$pid" || bgrc=$?
