@@ -88,7 +88,7 @@ func (g *Guard) Transactional() bool { return g.tx != nil }
 // payload is fingerprinted: reusing key with a different payload returns
 // ErrPayloadMismatch instead of a duplicate. Pass nil to skip the check.
 //
-// The error is nil for Executed, Duplicate and Reconciled. Otherwise it
+// The error is nil for Executed, Duplicate, Reconciled and Rerun. Otherwise it
 // wraps ErrInProgress, ErrPayloadMismatch, ErrLeaseLost, ErrUnconfirmed,
 // ErrHeld, ErrStore, ErrInvalid, or fn's own error (Failed).
 //
@@ -182,10 +182,17 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 			return res, err
 		}
 		stillUnknown = still
+		if err := effectCtx.Err(); err != nil {
+			// The reconcile used the effect's time up: the effect must not
+			// start with an ended context.
+			return g.noTimeAfterReconcile(ctx, skey, r, err)
+		}
 	}
 	value, err := g.run(effectCtx, fn, func(reason error) error {
 		status := StatusUnknown
-		if IsDefinite(reason) && !stillUnknown {
+		// An error the effect returned once its context had ended may be
+		// the deadline's, whatever cause it carries: never definite.
+		if IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {
 			status = StatusFailed
 		}
 		return g.release(ctx, skey, token, status, g.opts.errorText(reason), leaseUntil)
@@ -197,7 +204,12 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 	if len(value) > g.opts.maxResult {
 		r.completion.Result, r.completion.ResultOmitted = nil, true
 	}
-	return g.complete(ctx, skey, r, value)
+	res, err := g.complete(ctx, skey, r, value)
+	if stillUnknown && res.Outcome == Executed {
+		// Run again over an outcome nobody could settle: the window.
+		res.Outcome = Rerun
+	}
+	return res, err
 }
 
 func (g *Guard) doTx(ctx context.Context, key string, payload []byte, fn TxFunc, now time.Time) (Result, error) {

@@ -47,6 +47,13 @@ const (
 	// Held: the key's outcome is unknown and parked (ErrHeld): the effect
 	// did not run.
 	Held
+	// Rerun: this attempt took over an unknown outcome that no reconcile
+	// settled (there was none, or it could not tell), and under
+	// WithUnknownOutcome(Retry) ran the effect again and wrote its receipt.
+	// This is lease mode's window, entered: the earlier attempt's effect
+	// may have taken place too. The error is nil, as for Executed; it is
+	// an outcome of its own so that what Retry costs is counted.
+	Rerun
 )
 
 var outcomeNames = [...]string{
@@ -61,6 +68,7 @@ var outcomeNames = [...]string{
 	StoreError:  "store_error",
 	Reconciled:  "reconciled",
 	Held:        "held",
+	Rerun:       "rerun",
 }
 
 func (o Outcome) String() string {
@@ -74,7 +82,7 @@ func (o Outcome) String() string {
 // included, so callers can log it.
 type Result struct {
 	Outcome Outcome
-	// Value is the effect's result (Executed, Unconfirmed, LeaseLost), the
+	// Value is the effect's result (Executed, Rerun, Unconfirmed, LeaseLost), the
 	// stored one (Duplicate), or the reconciled one (Reconciled).
 	Value []byte
 	// ResultOmitted: the result was not kept with the receipt (larger than

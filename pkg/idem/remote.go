@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"syscall"
 )
 
 // An effect on a remote system (an email, an SMS, a payment) can fail in a
@@ -29,42 +26,6 @@ import (
 //
 // A new key costs nothing more: reconciling happens only after an unknown
 // outcome.
-
-// Definite marks err as a definite failure: the effect did not take place
-// (the remote system refused the request: a 4xx answer, a validation
-// error). The record is released FAILED and the next delivery runs the
-// effect without reconciling. An error that is, or wraps, the end of a
-// context or a broken connection is never definite, whatever it is marked:
-// the request may have been applied. The error returned wraps err and
-// reads as err does.
-func Definite(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &definiteError{err}
-}
-
-type definiteError struct{ err error }
-
-func (d *definiteError) Error() string { return d.err.Error() }
-func (d *definiteError) Unwrap() error { return d.err }
-
-// IsDefinite reports whether err is a definite failure: marked with
-// Definite, and not the end of a context or a broken connection.
-func IsDefinite(err error) bool {
-	var d *definiteError
-	return errors.As(err, &d) && !mayHaveApplied(err)
-}
-
-// mayHaveApplied reports errors after which a request may have been
-// applied although its answer never came.
-func mayHaveApplied(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		(errors.As(err, &ne) && ne.Timeout())
-}
 
 // ReconcileFunc asks the remote system whether the effect of the attempt
 // in ctx (LeaseFromContext: its Key, passed downstream as the idempotency
@@ -173,6 +134,20 @@ func (g *Guard) settleUnknown(ctx, effectCtx context.Context, skey string, r rec
 	}
 	return Result{Outcome: Held, Attempts: r.attempts}, true, false,
 		fmt.Errorf("%w: %s (attempt %d): %s", ErrHeld, skey, r.attempts, reason)
+}
+
+// noTimeAfterReconcile ends an attempt whose reconcile left its effect no
+// time (the effect's context ended): the effect did not run, and the
+// record is released UNKNOWN, since what the earlier attempt did is as
+// unknown as before — a reconcile that answered "not applied" may have
+// been overtaken by the earlier request arriving late — so the next
+// attempt asks again.
+func (g *Guard) noTimeAfterReconcile(ctx context.Context, skey string, r receipt, cause error) (Result, error) {
+	err := fmt.Errorf("idem: %s (attempt %d): the reconcile left no time for the effect, which did not run: %w", skey, r.attempts, cause)
+	if rerr := g.release(ctx, skey, r.token, StatusUnknown, g.opts.errorText(err), r.leaseUntil); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("idem: release: %w", storeError(rerr)))
+	}
+	return Result{Outcome: Failed, Attempts: r.attempts}, err
 }
 
 // callReconcile calls fn; a panic is an answer it could not give.

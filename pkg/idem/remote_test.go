@@ -55,7 +55,7 @@ func TestUnknownOutcomeIsReconciled(t *testing.T) {
 		{"applied: the receipt, nothing run", reconciler{applied: true, result: "sms-1"}, idem.Retry, idem.Reconciled, 1, "sms-1"},
 		{"applied, Hold: the receipt too", reconciler{applied: true, result: "sms-1"}, idem.Hold, idem.Reconciled, 1, "sms-1"},
 		{"not applied: run", reconciler{}, idem.Hold, idem.Executed, 2, "sent"},
-		{"cannot tell, Retry: run (the window)", reconciler{err: errors.New("lookup 503")}, idem.Retry, idem.Executed, 2, "sent"},
+		{"cannot tell, Retry: run again (the window)", reconciler{err: errors.New("lookup 503")}, idem.Retry, idem.Rerun, 2, "sent"},
 		{"cannot tell, Hold: parked", reconciler{err: errors.New("lookup 503")}, idem.Hold, idem.Held, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,10 @@
 package consumer
 
 import (
+	"cmp"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,12 +93,28 @@ type Config struct {
 	LogBodies      bool       // EnvLogBodies
 }
 
-// policy is the idem policy of c.UnknownOutcome.
+// policy is the idem policy of c.UnknownOutcome (checkChoices has
+// refused any other value).
 func (c Config) policy() idem.UnknownPolicy {
 	if c.UnknownOutcome == UnknownHold {
 		return idem.Hold
 	}
 	return idem.Retry
+}
+
+// checkChoices records in e a Mode or UnknownOutcome that is none of the
+// values Load accepts: New is given a Config by hand, and a misspelt
+// "HOLD" run as retry would weaken at most once to at least once. Empty
+// is the default, as an unset variable is to Load.
+func (c *Config) checkChoices(e *Env) {
+	c.Mode = cmp.Or(c.Mode, DefaultMode)
+	c.UnknownOutcome = cmp.Or(c.UnknownOutcome, DefaultUnknownOutcome)
+	if !slices.Contains(Modes(), c.Mode) {
+		e.Fail(EnvMode, "%q is not one of %s", c.Mode, strings.Join(Modes(), ", "))
+	}
+	if !slices.Contains(UnknownOutcomes(), c.UnknownOutcome) {
+		e.Fail(EnvUnknownOutcome, "%q is not one of %s", c.UnknownOutcome, strings.Join(UnknownOutcomes(), ", "))
+	}
 }
 
 // Load reads the configuration with getenv (os.Getenv in a Lambda). The

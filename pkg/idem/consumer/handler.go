@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -77,6 +78,7 @@ type Handler struct {
 // not fit cfg (no function for its mode, no key) is a *ConfigError.
 func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, error) {
 	e := NewEnv(func(string) string { return "" })
+	cfg.checkChoices(e)
 	eff.check(cfg, e)
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrConfig)
@@ -122,6 +124,11 @@ func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, er
 	if err != nil {
 		return nil, fmt.Errorf("consumer: batch handler: %w", err)
 	}
+	reconciles := eff.Reconcile != nil && cfg.Mode == ModeLease
+	o.logger.LogAttrs(context.Background(), slog.LevelInfo, LogReady,
+		slog.String(ReadyMode, cfg.Mode), slog.String(ReadyUnknownOutcome, cfg.UnknownOutcome),
+		slog.Bool(ReadyReconcile, reconciles), slog.String(ReadyGuarantee, Guarantee(cfg.Mode, cfg.UnknownOutcome, reconciles)),
+		slog.String(ReadyNamespace, cfg.Namespace), slog.String(ReadyStore, cmp.Or(cfg.Store, DefaultStore)))
 	return h, nil
 }
 

@@ -27,6 +27,7 @@ var outcomeMetrics = map[idem.Outcome]string{
 	idem.Rejected:    MetricRejected,
 	idem.Reconciled:  MetricReconciled,
 	idem.Held:        MetricHeld,
+	idem.Rerun:       MetricRerun,
 	0:                MetricSkipped,
 }
 

@@ -55,6 +55,53 @@ const (
 // UnknownOutcomes lists the policies.
 func UnknownOutcomes() []string { return []string{UnknownRetry, UnknownHold} }
 
+// What a consumer promises for each key while its receipt is retained,
+// by its configuration (Guarantee): what the runtime logs at init (the
+// line LogReady), and what the kit and the repository's suite check.
+const (
+	// GuaranteeExactlyOnce: transactional mode, or lease mode with a
+	// Reconcile — as long as the remote system answers it; what it cannot
+	// tell goes to the policy (a Rerun under UnknownRetry, Held under
+	// UnknownHold).
+	GuaranteeExactlyOnce = "exactly-once"
+	// GuaranteeAtMostOnce: lease mode, UnknownHold, no Reconcile. An
+	// unknown outcome (a crash, an error not marked idem.Definite) is held
+	// for an operator (HELD, its messages in the dead-letter queue with
+	// idem.ErrHeld); nothing runs twice.
+	GuaranteeAtMostOnce = "at-most-once"
+	// GuaranteeAtLeastOnce: lease mode, UnknownRetry, no Reconcile. An
+	// unknown outcome is run again (outcome and metric Rerun): a crash
+	// after the effect runs it twice; nothing is dead-lettered for it.
+	GuaranteeAtLeastOnce = "at-least-once"
+)
+
+// Guarantee is what a consumer in mode, with the unknown-outcome policy
+// unknown, promises, given whether its effect reconciles.
+func Guarantee(mode, unknown string, reconciles bool) string {
+	switch {
+	case mode == ModeTransactional || reconciles:
+		return GuaranteeExactlyOnce
+	case unknown == UnknownHold:
+		return GuaranteeAtMostOnce
+	}
+	return GuaranteeAtLeastOnce
+}
+
+// LogReady is the message of the line the runtime logs once at init,
+// when its handler is built: its attributes are LogReadyAttrs, the
+// configuration a proof reads from the deployed function itself.
+const LogReady = "consumer ready"
+
+// The attributes of the LogReady line.
+const (
+	ReadyMode           = "mode"            // IDEM_MODE
+	ReadyUnknownOutcome = "unknown_outcome" // IDEM_UNKNOWN_OUTCOME
+	ReadyReconcile      = "reconcile"       // whether the effect has a Reconcile (lease mode)
+	ReadyGuarantee      = "guarantee"       // Guarantee of the three
+	ReadyNamespace      = "namespace"       // IDEM_NAMESPACE
+	ReadyStore          = "store"           // IDEM_STORE
+)
+
 // Modes (IDEM_MODE).
 const (
 	// ModeLease runs any effect under a lease (Effect.Lease); a crash after
@@ -123,6 +170,7 @@ const (
 	MetricSkipped     = "Skipped"     // not run after an earlier record of its FIFO group or key failed
 	MetricReconciled  = "Reconciled"  // an unknown outcome was asked about: it had taken place, receipt written
 	MetricHeld        = "Held"        // an unknown outcome that could not be reconciled: the key is held
+	MetricRerun       = "Rerun"       // an unknown outcome nobody could settle, run again (retry): the window
 )
 
 // Metrics lists every metric the runtime emits, in the order it writes them.
@@ -130,7 +178,7 @@ func Metrics() []string {
 	return []string{
 		MetricExecuted, MetricDuplicate, MetricInProgress, MetricFailed, MetricStoreError,
 		MetricLeaseLost, MetricUnconfirmed, MetricMismatch, MetricRejected, MetricSkipped,
-		MetricReconciled, MetricHeld,
+		MetricReconciled, MetricHeld, MetricRerun,
 	}
 }
 

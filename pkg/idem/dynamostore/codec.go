@@ -68,6 +68,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		rec                         idem.Record
 		status, prev                string
 		leaseUntil, expires, update int64
+		prevExpires                 int64
 	)
 	errs := [...]error{
 		attr(item, s.storageKeyAttr(), &rec.Key, asString),
@@ -82,6 +83,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		attr(item, n.UpdatedAt, &update, asInt64),
 		attr(item, n.LastError, &rec.LastError, asString),
 		attr(item, n.PrevStatus, &prev, asString),
+		attr(item, n.PrevExpiresAt, &prevExpires, asInt64),
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -89,6 +91,12 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		}
 	}
 	rec.Status, rec.PrevStatus = idem.Status(status), idem.Status(prev)
+	if prevExpires != 0 && prevExpires < update/1000 {
+		// Taken past its expiry (the acquire's now is its updatedAt): it
+		// counted as absent, as the condition says, and nothing was taken
+		// over.
+		rec.PrevStatus = ""
+	}
 	if leaseUntil != 0 {
 		rec.LeaseUntil = time.UnixMilli(leaseUntil)
 	}

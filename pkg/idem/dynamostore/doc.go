@@ -22,6 +22,8 @@
 //	released       S     lease of the last attempt whose release landed; acquires keep it
 //	prevStatus     S     on a record an acquire took: the status it took over ("" for none)
 //	prevLease      S     on a record an acquire took: the lease it took over ("" for none)
+//	prevExpiresAt  N     on a record an acquire took: the expiry of the record it took over
+//	                     (0 for none); taken past it, nothing was taken over
 //
 // [WithSchema] renames the attributes. [WithCompositeKey] puts the records in
 // a table with a partition and a sort key, such as an existing single-table

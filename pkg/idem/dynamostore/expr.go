@@ -37,6 +37,7 @@ const (
 	slotNowSeconds  slot = "nowSeconds"
 	slotNowMillis   slot = "nowMillis"
 	slotOne         slot = "one"
+	slotZero        slot = "zero"
 	slotFingerprint slot = "fingerprint"
 	slotResult      slot = "result"
 	slotOmitted     slot = "omitted"
@@ -123,6 +124,7 @@ var (
 	avNone       = str("")
 	avCompleted  = str(string(idem.StatusCompleted))
 	avOne        = num(1)
+	avZero       = num(0)
 	avTrue       = &types.AttributeValueMemberBOOL{Value: true}
 )
 

@@ -44,6 +44,11 @@ type Names struct {
 	// next attempt took its record (and released it too) knows its own.
 	// Empty in a Names given to WithSchema, it is DefaultSchema's.
 	PrevLease string
+	// PrevExpiresAt is, on a record an acquire took, the expiry (TTL, Unix
+	// seconds) of the record it took over (0 for none): one taken past it
+	// counted as absent, and its status is not reported as taken over.
+	// Empty in a Names given to WithSchema, it is DefaultSchema's.
+	PrevExpiresAt string
 }
 
 // DefaultSchema is the record layout described in the package documentation.
@@ -62,6 +67,8 @@ var DefaultSchema = Names{
 	Released:     "released",
 	PrevStatus:   "prevStatus",
 	PrevLease:    "prevLease",
+	// An acquire's: the expiry of the record it took over.
+	PrevExpiresAt: "prevExpiresAt",
 }
 
 // fields lists the names with what they are called in errors.
@@ -70,7 +77,7 @@ func (n Names) fields() []struct{ field, value string } {
 		{"PartitionKey", n.PartitionKey}, {"TTL", n.TTL}, {"Status", n.Status},
 		{"Lease", n.Lease}, {"LeaseUntil", n.LeaseUntil}, {"Attempts", n.Attempts},
 		{"Fingerprint", n.Fingerprint}, {"Result", n.Result}, {"NoResult", n.NoResult},
-		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released}, {"PrevStatus", n.PrevStatus}, {"PrevLease", n.PrevLease},
+		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released}, {"PrevStatus", n.PrevStatus}, {"PrevLease", n.PrevLease}, {"PrevExpiresAt", n.PrevExpiresAt},
 	}
 }
 
@@ -80,6 +87,7 @@ func (n Names) withDefaults() Names {
 	n.Released = cmp.Or(n.Released, DefaultSchema.Released)
 	n.PrevStatus = cmp.Or(n.PrevStatus, DefaultSchema.PrevStatus)
 	n.PrevLease = cmp.Or(n.PrevLease, DefaultSchema.PrevLease)
+	n.PrevExpiresAt = cmp.Or(n.PrevExpiresAt, DefaultSchema.PrevExpiresAt)
 	return n
 }
 

@@ -50,6 +50,7 @@ func (s *Store) acquireExpr(shape acquireShape) expression.Builder {
 		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
 		Set(name(n.PrevStatus), expression.IfNotExists(name(n.Status), slotNone.marker())).
 		Set(name(n.PrevLease), expression.IfNotExists(name(n.Lease), slotNone.marker())).
+		Set(name(n.PrevExpiresAt), expression.IfNotExists(name(n.TTL), slotZero.marker())).
 		Add(name(n.Attempts), slotOne.marker())
 	upd = setOrRemove(upd, n.Fingerprint, slotFingerprint, shape.fingerprint)
 	upd = s.setResult(upd, resultNone)

@@ -179,6 +179,7 @@ func (s *Store) acquire(ctx context.Context, a idem.Acquisition) (rec idem.Recor
 		slotNowSeconds:  num(seconds(a.Now)),
 		slotNowMillis:   now,
 		slotOne:         avOne,
+		slotZero:        avZero,
 		slotFingerprint: str(a.Fingerprint),
 	})
 	if err != nil {

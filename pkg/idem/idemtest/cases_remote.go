@@ -48,6 +48,33 @@ func (s *suite) takeoverReported(t *testing.T, store idem.Store) {
 	}
 }
 
+// expiredUnknownIsAbsent: an UNKNOWN record, or an IN_PROGRESS one whose
+// lease ran out, past its expiry counts as absent, as every record does:
+// the acquire that takes it reports nothing taken over (PrevStatus ""),
+// so that the Guard does not reconcile, or hold, what TTL may delete at
+// any moment. (Attempts still counts on from it.)
+func (s *suite) expiredUnknownIsAbsent(t *testing.T, store idem.Store) {
+	ctx := context.Background()
+	for _, st := range []idem.Status{idem.StatusUnknown, idem.StatusInProgress} {
+		a := acquisition("gone")
+		if _, ok, err := takeLease(ctx, store, a); err != nil || !ok {
+			t.Fatalf("Acquire: %v, %v", ok, err)
+		}
+		if st == idem.StatusUnknown {
+			if err := store.Release(ctx, a.Key, a.Lease, idem.Released{Status: st, Reason: "timeout", Now: a.Now}); err != nil {
+				t.Fatalf("Release UNKNOWN: %v", err)
+			}
+		}
+		next := a
+		next.Lease, next.Now = "after-expiry", a.ExpiresAt.Add(time.Second)
+		next.LeaseUntil, next.ExpiresAt = next.Now.Add(time.Minute), next.Now.Add(time.Hour)
+		rec, ok, err := takeLease(ctx, store, next)
+		if err != nil || !ok || rec.PrevStatus != "" {
+			t.Fatalf("Acquire of an expired %s record: %+v, %v, %v; want it taken, PrevStatus \"\" (it counts as absent)", st, rec, ok, err)
+		}
+	}
+}
+
 // heldStays: a HELD record is never taken, not even after its old expiry
 // or lease, and keeps no expiry.
 func (s *suite) heldStays(t *testing.T, store idem.Store) {

@@ -77,6 +77,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Opt
 		{"BadInputMakesNoCall", s.badInput},
 		{"TakeoverReported", s.takeoverReported},
 		{"HeldStays", s.heldStays},
+		{"ExpiredUnknownIsAbsent", s.expiredUnknownIsAbsent},
 		{"RemoteEffectsThroughGuard", s.remoteThroughGuard},
 	}
 	txTests := []subtest{

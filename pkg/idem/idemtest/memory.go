@@ -56,10 +56,15 @@ func (s *MemoryStore) Capabilities() idem.Capabilities {
 
 // takeable is the condition of Acquire and Commit, as in dynamostore.
 func takeable(rec idem.Record, ok bool, now time.Time) bool {
-	return !ok ||
-		(!rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(now)) ||
+	return !ok || isExpired(rec, now) ||
 		rec.Status == idem.StatusFailed || rec.Status == idem.StatusUnknown ||
 		(rec.Status == idem.StatusInProgress && rec.LeaseUntil.Before(now))
+}
+
+// isExpired reports whether rec counts as absent at now: it has an
+// expiry, and now is past it (a HELD record has none).
+func isExpired(rec idem.Record, now time.Time) bool {
+	return !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(now)
 }
 
 // Acquire implements idem.Store.
@@ -84,6 +89,9 @@ func (s *MemoryStore) Acquire(ctx context.Context, a idem.Acquisition) (idem.Rec
 		UpdatedAt:   a.Now,
 		LastError:   old.LastError,
 		PrevStatus:  old.Status,
+	}
+	if ok && isExpired(old.Record, a.Now) {
+		rec.PrevStatus = "" // an expired record counts as absent
 	}
 	s.records[a.Key] = entry{Record: rec, released: old.released, prevLease: old.Lease}
 	return clone(rec), true, nil

@@ -20,8 +20,8 @@ import (
 
 // acquireLua takes the record if it is absent, expired, FAILED, UNKNOWN, or
 // IN_PROGRESS with a lease that ran out (never HELD), as idemtest's
-// MemoryStore does, keeping the taken record's status as prevStatus and its
-// lastError as it was, and
+// MemoryStore does, keeping the taken record's status as prevStatus (none
+// for an expired one, which counts as absent) and its lastError as it was, and
 // returns {1, the record written}; otherwise it writes nothing and returns
 // {0, the record in the way}, lease included, so that a duplicate, a
 // conflict and a retried acquire whose first request landed all cost one
@@ -60,7 +60,8 @@ if not takeable then
 	return {0, redis.call('HGETALL', key)}
 end
 redis.call('HDEL', key, 'result', 'resultOmitted', 'fingerprint', 'expiresAt', 'prevStatus', 'prevLease')
-if status then
+-- An expired record counts as absent: nothing taken over.
+if status and not (expiresAt ~= nil and expiresAt < now) then
 	redis.call('HSET', key, 'prevStatus', status)
 end
 if f[4] then

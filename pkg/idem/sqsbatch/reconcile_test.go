@@ -74,3 +74,59 @@ func TestUnknownOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldCopiesInOneBatch: when the first copy of a key in a batch holds
+// it, every later copy of that key in the batch is reported Held with
+// idem.ErrHeld too — not Skipped — so that each reaches the dead-letter
+// queue with that reason and counts as Held; on a FIFO queue the rest of
+// the group that is another key stays Skipped (found from outside: the
+// second copy was Skipped, ErrGroupFailed).
+func TestHeldCopiesInOneBatch(t *testing.T) {
+	timeout := errors.New("capture: read tcp: i/o timeout")
+	for _, tc := range []struct {
+		name    string
+		records []events.SQSMessage
+		held    []string // message ids reported Held
+		skipped []string // reported Skipped (outcome 0, ErrGroupFailed)
+	}{
+		{"standard", []events.SQSMessage{msg("m2", "k", "b"), msg("m3", "k", "b")}, []string{"m2", "m3"}, nil},
+		{"fifo", []events.SQSMessage{fifo("m2", "g", "k"), fifo("m3", "g", "other"), fifo("m4", "g", "k")}, []string{"m2", "m4"}, []string{"m3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := idem.New(idemtest.NewMemoryStore(), "test", idem.WithUnknownOutcome(idem.Hold))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := 0
+			var rec recorder
+			h, err := sqsbatch.New(g, sqsbatch.Attribute("id"),
+				func(context.Context, string, events.SQSMessage) ([]byte, error) {
+					runs++
+					return nil, timeout
+				}, sqsbatch.WithLogger(quiet), sqsbatch.WithRecordHook(rec.hook))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := tc.records[0]
+			first.MessageId = "m1"
+			_, _ = h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{first}})
+			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: tc.records})
+			if got := len(failures(resp)); got != len(tc.records) {
+				t.Fatalf("failures %v; want every record of the batch", failures(resp))
+			}
+			for _, id := range tc.held {
+				if r := rec.records[id]; r.Outcome != idem.Held || !errors.Is(r.Err, idem.ErrHeld) || r.Key != "k" || !r.Failed {
+					t.Errorf("%s: %+v; want Held, ErrHeld, key k, failed", id, r)
+				}
+			}
+			for _, id := range tc.skipped {
+				if r := rec.records[id]; r.Outcome != 0 || !errors.Is(r.Err, sqsbatch.ErrGroupFailed) {
+					t.Errorf("%s: %+v; want Skipped (ErrGroupFailed)", id, r)
+				}
+			}
+			if runs != 1 {
+				t.Errorf("effect ran %d times; want once (the first delivery)", runs)
+			}
+		})
+	}
+}

@@ -93,7 +93,8 @@ func split(records []events.SQSMessage, keys []keyed) [][]int {
 // (afterRecords).
 func (h *Handler) runUnit(ctx, late context.Context, log *slog.Logger, records []events.SQSMessage, keys []keyed, unit []int, results []RecordResult) {
 	groupFailed := false
-	storeFailed := false // the unit's last failure was the store's
+	storeFailed := false   // the unit's last failure was the store's
+	var held *RecordResult // the unit's record whose key was held
 	for _, i := range unit {
 		// After a failure, the rest of a FIFO group is skipped: it would
 		// overtake the failed record. On a standard queue the rest of the
@@ -103,6 +104,11 @@ func (h *Handler) runUnit(ctx, late context.Context, log *slog.Logger, records [
 		// and waits or is requeued (inProgress).
 		if groupFailed && (isFIFO(records[i]) || !h.lastReceive(records[i])) {
 			r := RecordResult{MessageID: records[i].MessageId, Err: ErrGroupFailed, Failed: true}
+			if held != nil && keys[i].err == nil && keys[i].key == held.Key {
+				// A copy of a held key is held as well, not skipped: it
+				// reaches the dead-letter queue with the same reason.
+				r.Key, r.Outcome, r.Attempts, r.Err = held.Key, idem.Held, held.Attempts, held.Err
+			}
 			results[i] = r
 			h.done(ctx, log, r)
 			if storeFailed {
@@ -112,6 +118,9 @@ func (h *Handler) runUnit(ctx, late context.Context, log *slog.Logger, records [
 		}
 		r := h.runRecord(ctx, log, records[i], keys[i])
 		results[i] = r
+		if r.Outcome == idem.Held {
+			held = &r
+		}
 		if r.Failed {
 			groupFailed, storeFailed = true, r.Outcome == idem.StoreError
 			if storeFailed {
@@ -200,10 +209,10 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 // can be deleted. Unconfirmed is done: the effect ran, and delivering the
 // message again could only run it a second time once the lease ends.
 // Reconciled is done: the effect had taken place, and its receipt is
-// written. Held is not: its message fails until it reaches the
+// written. Rerun is done: the effect ran again, receipt written. Held is not: its message fails until it reaches the
 // dead-letter queue with the reason, as an operator settles the key.
 func succeeded(o idem.Outcome) bool {
-	return o == idem.Executed || o == idem.Duplicate || o == idem.Unconfirmed || o == idem.Reconciled
+	return o == idem.Executed || o == idem.Rerun || o == idem.Duplicate || o == idem.Unconfirmed || o == idem.Reconciled
 }
 
 func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResult) {
@@ -222,6 +231,12 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 		// may run the effect again. Operators alarm on it.
 		attrs = append(attrs, slog.String("error", r.Err.Error()))
 		log.LogAttrs(ctx, slog.LevelError, "record done without receipt", attrs...)
+		return
+	}
+	if r.Outcome == idem.Rerun {
+		// The window of retry, entered: the effect may now have taken
+		// place twice. Operators count it (metric Rerun) and look here.
+		log.LogAttrs(ctx, slog.LevelWarn, "record done: the effect ran again after an unknown outcome", attrs...)
 		return
 	}
 	if r.Requeued {
