@@ -306,7 +306,7 @@ func TestAlarmTopic(t *testing.T) {
 	cfg.AlarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:alarms"
 	tpl := cdktest.Synth(t, newTestStack(cfg))
 	cdktest.Check(t, "alarm actions", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(7))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(8))
 		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"AlarmActions": []any{cfg.AlarmTopicARN}})
 		tpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0))
 	})

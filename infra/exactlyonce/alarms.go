@@ -57,8 +57,9 @@ func (c Config) RunbookSection(alarmID string) string {
 // addAlarms: anything in the DLQ, a backlog older than retries can explain,
 // any function error (with ReportBatchItemFailures a failed message is a
 // partial batch response, so Errors > 0 means a crash or timeout), the
-// library's outcomes that put exactly-once at risk, and any key held for
-// an operator (Config.UnknownOutcome). With
+// library's outcomes that put exactly-once at risk, any key held for an
+// operator (Config.UnknownOutcome), and re-runs of unknown outcomes above
+// Config.AlarmRerunThreshold a minute. With
 // Config.AlarmTopicARN set, every alarm notifies that (imported, not
 // created) SNS topic.
 //
@@ -114,6 +115,15 @@ func (c *Consumer) addAlarms(id string) {
 	alarm("AlarmHeld", "list --status held %s, then idemctl resolve KEY --done or --not-done",
 		"An effect's outcome was unknown and its Reconcile could not tell (Held): the key is parked and its messages go to the DLQ until someone checks downstream and resolves it.",
 		c.OutcomeMetric(consumer.MetricHeld), 0, 1, 1)
+	// Created whatever the mode and policy: only retry re-runs an effect,
+	// so under hold or in transactional mode a Rerun is a broken promise
+	// and the first fires (Validate keeps the threshold 0 there).
+	rerun := "An unknown outcome nobody settled was run again (Rerun, policy retry): the effect may have run twice for that key."
+	if n := cfg.AlarmRerunThreshold; n > 0 {
+		rerun = fmt.Sprintf("More than %d re-runs a minute (AlarmRerunThreshold). %s", n, rerun)
+	}
+	alarm("AlarmRerun", "inspect --storage-key <storage_key> %s, for each storage_key logged with outcome=rerun", rerun,
+		c.OutcomeMetric(consumer.MetricRerun), float64(cfg.AlarmRerunThreshold), 1, 1)
 	if len(tooLong) > 0 {
 		panic(fmt.Sprintf("exactlyonce: consumer %q: alarm descriptions longer than CloudWatch's %d characters: %s; shorten Config.RunbookURL or the construct id",
 			id, maxAlarmDescription, strings.Join(tooLong, ", ")))

@@ -1,6 +1,8 @@
 package exactlyonce_test
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -34,12 +36,12 @@ func emfDimensions(tpl cdktest.Template, t *testing.T, namespace string) []any {
 
 func TestAlarms(t *testing.T) {
 	c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{Namespace: "gift-cards"}})
-	if len(c.Alarms) != 7 {
-		t.Errorf("Consumer.Alarms has %d, want 7", len(c.Alarms))
+	if len(c.Alarms) != 8 {
+		t.Errorf("Consumer.Alarms has %d, want 8", len(c.Alarms))
 	}
 	dims := emfDimensions(tpl, t, "gift-cards")
 	cdktest.Check(t, "alarms", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(7))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(8))
 		every := map[string]any{
 			"ComparisonOperator": "GreaterThanThreshold", "Period": 60, "TreatMissingData": "notBreaching",
 		}
@@ -52,8 +54,9 @@ func TestAlarms(t *testing.T) {
 			"Threshold":  c.Config.BacklogAgeThreshold().Seconds(),
 		})
 		// Any LeaseLost or Unconfirmed: the effect may have run twice or
-		// may run again. Any Held: a key waits for an operator.
-		for _, m := range []string{consumer.MetricLeaseLost, consumer.MetricUnconfirmed, consumer.MetricHeld} {
+		// may run again. Any Held: a key waits for an operator. Any
+		// Rerun, by default: the effect may have run twice.
+		for _, m := range []string{consumer.MetricLeaseLost, consumer.MetricUnconfirmed, consumer.MetricHeld, consumer.MetricRerun} {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace": consumer.MetricNamespace, "MetricName": m, "Dimensions": dims,
 				"Statistic": "Sum", "Threshold": 0, "EvaluationPeriods": 1,
@@ -79,8 +82,8 @@ func TestAlarmTopic(t *testing.T) {
 	arn := "arn:aws:sns:eu-west-1:123456789012:alarms"
 	_, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: exactlyonce.Config{AlarmTopicARN: arn}})
 	alarms := tpl.ByType("AWS::CloudWatch::Alarm")
-	if len(alarms) != 7 {
-		t.Fatalf("want 7 alarms, got %d", len(alarms))
+	if len(alarms) != 8 {
+		t.Fatalf("want 8 alarms, got %d", len(alarms))
 	}
 	for id, a := range alarms {
 		if got := cdktest.Strings(a["AlarmActions"]); len(got) != 1 || got[0] != arn {
@@ -141,8 +144,8 @@ func TestAlarmDescriptions(t *testing.T) {
 			stack := newStack()
 			c := exactlyonce.NewConsumer(stack, tt.id, &exactlyonce.ConsumerProps{Code: cdktest.Code(), Config: exactlyonce.Config{RunbookURL: tt.runbook}})
 			descriptions := alarmDescriptions(t, c, cdktest.Synth(t, stack))
-			if len(descriptions) != 7 {
-				t.Fatalf("%d alarms, want 7", len(descriptions))
+			if len(descriptions) != 8 {
+				t.Fatalf("%d alarms, want 8", len(descriptions))
 			}
 			base := tt.runbook
 			if base == "" {
@@ -173,18 +176,23 @@ func TestAlarmDescriptions(t *testing.T) {
 				if got := descriptions["AlarmHeld"]; !strings.HasPrefix(got, held) || !strings.HasSuffix(got, "RUNBOOK.md#alarmheld") {
 					t.Errorf("held alarm description %q, want it to start with %q and link to #alarmheld", got, held)
 				}
+				rerun := "Run: idemctl inspect --storage-key <storage_key> --stack Test --consumer Orders, for each storage_key logged with outcome=rerun. "
+				if got := descriptions["AlarmRerun"]; !strings.HasPrefix(got, rerun) || !strings.HasSuffix(got, "RUNBOOK.md#alarmrerun") {
+					t.Errorf("rerun alarm description %q, want it to start with %q and link to #alarmrerun", got, rerun)
+				}
 			}
 		})
 	}
 }
 
 // TestAlarmDescriptionLength: CloudWatch refuses an AlarmDescription over
-// 1024 characters. The longest RunbookURL Validate accepts, in a stack
-// with CloudFormation's longest name, still fits; a construct id that does
-// not is refused at synth time rather than at deploy.
+// 1024 characters. The longest RunbookURL Validate accepts, with the
+// largest AlarmRerunThreshold, in a stack with CloudFormation's longest
+// name, still fits; a construct id that does not is refused at synth time
+// rather than at deploy.
 func TestAlarmDescriptionLength(t *testing.T) {
 	longest := "https://runbooks.example.com/" + strings.Repeat("r", 512-len("https://runbooks.example.com/"))
-	cfg := exactlyonce.Config{RunbookURL: longest}
+	cfg := exactlyonce.Config{RunbookURL: longest, AlarmRerunThreshold: math.MaxInt}
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		t.Fatalf("the longest RunbookURL must validate: %v", err)
 	}
@@ -228,6 +236,56 @@ func TestAlarmHeld(t *testing.T) {
 					"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String(`RUNBOOK\.md#alarmheld$`)),
 				})
 			})
+		})
+	}
+}
+
+// TestAlarmRerun: AlarmRerun watches the Rerun outcome (an unknown outcome
+// run again under retry: the effect may have run twice) in every mode and
+// policy, above Config.AlarmRerunThreshold a minute: by default the first
+// fires; a team that accepts some says how many, and the description and
+// the dashboard show that number.
+func TestAlarmRerun(t *testing.T) {
+	for name, tt := range map[string]struct {
+		cfg       exactlyonce.Config
+		threshold int
+	}{
+		"retry":             {cfg: exactlyonce.Config{}},
+		"retry, 5 a minute": {cfg: exactlyonce.Config{AlarmRerunThreshold: 5}, threshold: 5},
+		"hold":              {cfg: exactlyonce.Config{UnknownOutcome: consumer.UnknownHold}},
+		"transactional":     {cfg: exactlyonce.Config{Mode: consumer.ModeTransactional}},
+		"lease, 1 a minute": {cfg: exactlyonce.Config{Mode: consumer.ModeLease, UnknownOutcome: consumer.UnknownRetry, AlarmRerunThreshold: 1}, threshold: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, tpl := synthConsumer(t, exactlyonce.ConsumerProps{Config: tt.cfg})
+			description, ok := alarmDescriptions(t, c, tpl)["AlarmRerun"]
+			if !ok {
+				t.Fatalf("no AlarmRerun among the consumer's alarms")
+			}
+			cdktest.Check(t, "rerun alarm", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+					"Namespace": consumer.MetricNamespace, "MetricName": consumer.MetricRerun,
+					"Dimensions": emfDimensions(tpl, t, consumer.DefaultNamespace),
+					"Statistic":  "Sum", "Period": 60, "Threshold": tt.threshold, "EvaluationPeriods": 1,
+					"ComparisonOperator": "GreaterThanThreshold", "TreatMissingData": "notBreaching",
+					"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String(`RUNBOOK\.md#alarmrerun$`)),
+				})
+			})
+			more := fmt.Sprintf("More than %d re-runs a minute (AlarmRerunThreshold).", tt.threshold)
+			switch {
+			case tt.threshold > 0 && !strings.Contains(description, more):
+				t.Errorf("description %q does not say %q", description, more)
+			case tt.threshold == 0 && strings.Contains(description, "More than"):
+				t.Errorf("description %q names a threshold, but the first re-run fires", description)
+			}
+			var body string
+			for _, d := range tpl.ByType("AWS::CloudWatch::Dashboard") {
+				body = dashboardBody(t, d["DashboardBody"])
+			}
+			line := fmt.Sprintf(`{"label":"rerun alarm","value":%d,"yAxis":"left"}`, tt.threshold)
+			if got := strings.Contains(body, line); got != (tt.threshold > 0) {
+				t.Errorf("dashboard shows the threshold %s: %v, want %v", line, got, tt.threshold > 0)
+			}
 		})
 	}
 }

@@ -95,6 +95,18 @@ type Config struct {
 	// AlarmTopicARN is an optional existing SNS topic every alarm notifies;
 	// empty means the alarms have no actions.
 	AlarmTopicARN string
+	// AlarmRerunThreshold is how many re-runs in a minute AlarmRerun lets
+	// pass: it fires on more. A re-run (outcome and metric Rerun) is an
+	// unknown outcome nobody could settle, run again under UnknownOutcome
+	// retry: the window, entered, and for that key the effect may have
+	// taken place twice. 0, the default, fires on the first, so that
+	// every re-run is a key someone checks downstream; a team that accepts
+	// some of the window's cost says how many a minute. There is no off
+	// (a large value is one). Only UnknownOutcome retry in lease mode ever
+	// re-runs an effect, so Validate refuses a positive value with
+	// UnknownHold or in transactional mode: a Rerun there breaks the
+	// promise, and the first must alarm.
+	AlarmRerunThreshold int
 	// RunbookURL is the runbook every alarm's description links to, as
 	// <RunbookURL>#<alarm id in lower case> (GitHub's anchor of a heading
 	// "## AlarmLeaseLost"). An absolute http(s) URL without a fragment; a
@@ -255,6 +267,16 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Key) != c.Key {
 		bad("Key must not start or end with white space, got %q", c.Key)
+	}
+	switch n := c.AlarmRerunThreshold; {
+	case n < 0:
+		bad("AlarmRerunThreshold must be 0 (AlarmRerun fires on the first re-run) or the number of re-runs a minute it lets pass, got %d", n)
+	case n > 0 && c.Mode == consumer.ModeTransactional:
+		bad("AlarmRerunThreshold (%d) lets re-runs pass, but %s mode never re-runs an effect: a Rerun there is a broken promise, and AlarmRerun must fire on the first; leave it 0",
+			n, c.Mode)
+	case n > 0 && c.UnknownOutcome == consumer.UnknownHold:
+		bad("AlarmRerunThreshold (%d) lets re-runs pass, but UnknownOutcome %q never re-runs an effect: a Rerun there is a broken promise, and AlarmRerun must fire on the first; leave it 0",
+			n, c.UnknownOutcome)
 	}
 	if c.AlarmTopicARN != "" && !isToken(c.AlarmTopicARN) && !isSNSTopicARN(c.AlarmTopicARN) {
 		bad("AlarmTopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", c.AlarmTopicARN)

@@ -87,6 +87,14 @@ func TestValidate(t *testing.T) {
 		{"hold, transactional", func(c *exactlyonce.Config) {
 			c.Mode, c.UnknownOutcome = consumer.ModeTransactional, consumer.UnknownHold
 		}, `UnknownOutcome "hold" has no effect in transactional mode`},
+		{"rerun threshold", func(c *exactlyonce.Config) { c.AlarmRerunThreshold = 10 }, ""},
+		{"rerun threshold negative", func(c *exactlyonce.Config) { c.AlarmRerunThreshold = -1 },
+			"AlarmRerunThreshold must be 0 (AlarmRerun fires on the first re-run) or the number of re-runs a minute it lets pass, got -1"},
+		// Nothing there re-runs an effect: the first Rerun must alarm.
+		{"rerun threshold, hold", func(c *exactlyonce.Config) { c.UnknownOutcome, c.AlarmRerunThreshold = consumer.UnknownHold, 3 },
+			`AlarmRerunThreshold (3) lets re-runs pass, but UnknownOutcome "hold" never re-runs an effect`},
+		{"rerun threshold, transactional", func(c *exactlyonce.Config) { c.Mode, c.AlarmRerunThreshold = consumer.ModeTransactional, 3 },
+			"AlarmRerunThreshold (3) lets re-runs pass, but transactional mode never re-runs an effect"},
 		{"namespace empty", func(c *exactlyonce.Config) { c.Namespace = "" }, "Namespace must be non-empty"},
 		{"namespace with separator", func(c *exactlyonce.Config) { c.Namespace = "a#b" }, `without "#"`},
 		{"namespace other", func(c *exactlyonce.Config) { c.Namespace = "gift-cards" }, ""},

@@ -195,7 +195,7 @@ func TestTwoConsumers(t *testing.T) {
 	if a.Config.Namespace == b.Config.Namespace {
 		t.Error("namespaces must differ")
 	}
-	for typ, n := range map[string]int{"AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Lambda::Function": 2, "AWS::CloudWatch::Alarm": 14, "AWS::CloudWatch::Dashboard": 2} {
+	for typ, n := range map[string]int{"AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Lambda::Function": 2, "AWS::CloudWatch::Alarm": 16, "AWS::CloudWatch::Dashboard": 2} {
 		if got := len(tpl.ByType(typ)); got != n {
 			t.Errorf("%d %s, want %d", got, typ, n)
 		}

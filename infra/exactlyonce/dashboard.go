@@ -17,9 +17,9 @@ const (
 )
 
 // addDashboard: the alarms' state first, then what the library did with the
-// records (the normal outcomes apart from the ones that need a look), the
-// queues, and the consumer function. Add rows with c.Dashboard.AddWidgets,
-// e.g. FunctionWidgets of a producer.
+// records (the normal outcomes, the ones that need a look, and what became
+// of unknown outcomes), the queues, and the consumer function. Add rows
+// with c.Dashboard.AddWidgets, e.g. FunctionWidgets of a producer.
 func (c *Consumer) addDashboard() {
 	c.Dashboard = awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
@@ -38,13 +38,21 @@ func (c *Consumer) addDashboard() {
 		}
 		return &ms
 	}
+	// What became of the unknown outcomes, side by side: settled by
+	// asking (Reconciled), run again (Rerun: what retry costs, with
+	// AlarmRerun's threshold when it lets some pass), parked (Held).
+	var rerunLine *[]*awscloudwatch.HorizontalAnnotation
+	if n := c.Config.AlarmRerunThreshold; n > 0 {
+		rerunLine = &[]*awscloudwatch.HorizontalAnnotation{{Value: jsii.Number(n), Label: jsii.String("rerun alarm")}}
+	}
 	c.Dashboard.AddWidgets(
-		graph("Records: outcomes (count per minute)", gridWidth/2, outcomes(
-			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricReconciled, consumer.MetricInProgress,
-			consumer.MetricSkipped), nil),
-		graph("Records: need a look (count per minute)", gridWidth/2, outcomes(
+		graph("Records: outcomes (count per minute)", gridWidth/3, outcomes(
+			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricInProgress, consumer.MetricSkipped), nil),
+		graph("Records: need a look (count per minute)", gridWidth/3, outcomes(
 			consumer.MetricFailed, consumer.MetricStoreError, consumer.MetricLeaseLost,
-			consumer.MetricUnconfirmed, consumer.MetricHeld, consumer.MetricMismatch, consumer.MetricRejected), nil),
+			consumer.MetricUnconfirmed, consumer.MetricMismatch, consumer.MetricRejected), nil),
+		graph("Records: unknown outcomes (count per minute)", gridWidth/3, outcomes(
+			consumer.MetricReconciled, consumer.MetricRerun, consumer.MetricHeld), rerunLine),
 	)
 
 	maximum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}

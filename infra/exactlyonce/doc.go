@@ -75,9 +75,11 @@
 //
 // Alarms (optionally notifying Config.AlarmTopicARN): a message in the DLQ,
 // a backlog older than retries explain, a consumer crash or timeout, any
-// LeaseLost or Unconfirmed outcome, store errors in 3 of 5 minutes, and
-// any Held key (AlarmHeld, created whatever the policy: a key held before
-// a switch to retry stays held).
+// LeaseLost or Unconfirmed outcome, store errors in 3 of 5 minutes, any
+// Held key (AlarmHeld, created whatever the policy: a key held before a
+// switch to retry stays held), and re-runs (AlarmRerun: an unknown outcome
+// run again under retry, so the effect may have taken place twice) above
+// Config.AlarmRerunThreshold a minute, by default the first.
 // Each description starts with the idemctl command to run for this stack
 // and consumer ("Run: idemctl redrive --dry-run --stack Shop --consumer
 // Charges.") and ends with a link to the alarm's section of the runbook,
@@ -86,7 +88,8 @@
 // its own runbook sets RunbookURL, and keeps a "## <alarm id>" section for
 // every alarm. The dashboard graphs the outcomes the consumer emits
 // (consumer.Metrics, in the CloudWatch namespace consumer.MetricNamespace,
-// "sqsidem"), the queues and the function.
+// "sqsidem"; what became of unknown outcomes, Reconciled, Rerun and Held,
+// in a graph of their own), the queues and the function.
 //
 // Tracing: Config.Tracing is the consumer's X-Ray mode,
 // awslambda.Tracing_ACTIVE by default; Tracing_PASS_THROUGH traces only

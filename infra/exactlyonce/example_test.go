@@ -47,7 +47,7 @@ func Example() {
 	// queue visibility 360 s, redrive after 5 receives
 	// consumer env PAYMENTS_TABLE, IDEM_MODE=transactional, IDEM_KEY=paymentId, IDEM_NAMESPACE=charges
 	// output ChargesKey=paymentId
-	// 7 alarms, 1 dashboard
+	// 8 alarms, 1 dashboard
 }
 
 // In lease mode (Mode empty, or consumer.ModeLease) the function's effect is

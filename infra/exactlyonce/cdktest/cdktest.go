@@ -2,16 +2,22 @@
 // jsii runtime per test binary (Main), a dummy Lambda asset (Code), and a
 // synthesized template parsed into Go maps (Synth, Template) for the checks
 // CDK's assertions cannot express. The construct's own tests and the
-// template's use it; so can a team's:
+// template's use it; so can a team's (this package's example_test.go,
+// which go test runs):
 //
 //	func TestMain(m *testing.M) { cdktest.Main(m) }
 //
 //	func TestStack(t *testing.T) {
 //		app := awscdk.NewApp(nil)
-//		stack := awscdk.NewStack(app, jsii.String("S"), nil)
-//		exactlyonce.NewConsumer(stack, "Orders", exactlyonce.Config{Code: cdktest.Code(), ...})
+//		stack := awscdk.NewStack(app, jsii.String("Shop"), nil)
+//		exactlyonce.NewConsumer(stack, "Orders", &exactlyonce.ConsumerProps{
+//			Code:   cdktest.Code(),
+//			Config: exactlyonce.Config{Key: "orderId"},
+//		})
 //		fn := cdktest.Synth(t, stack).One(t, "AWS::Lambda::Function", "Orders")
-//		...
+//		if got := cdktest.Env(fn)[consumer.EnvKey]; got != "orderId" {
+//			t.Errorf("%s = %v, want orderId", consumer.EnvKey, got)
+//		}
 //	}
 package cdktest
 
