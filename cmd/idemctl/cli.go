@@ -9,7 +9,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
+	"github.com/exactlyonce/sqsidem/pkg/idem/redisstore"
 )
+
+// envRedisURL is the consumer's own variable for its Redis store, which
+// --redis-url defaults to.
+const envRedisURL = consumer.EnvRedisURL
 
 // globals are the flags every command takes, before or after its name.
 type globals struct {
@@ -21,7 +28,9 @@ type globals struct {
 	stack, consumer                    string
 	table, namespace, queueURL, dlqURL string
 	keyField, partitionValue           string
-	plainKeys                          bool
+	// A Redis store instead of the table (IDEM_REDIS_URL by default).
+	redisURL, redisPrefix string
+	plainKeys             bool
 	// Personal data is not printed unless asked for.
 	showBodies, showKeys bool
 }
@@ -48,6 +57,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.dlqURL, "dlq-url", g.dlqURL, "the consumer's dead-letter queue")
 	fs.StringVar(&g.keyField, "key-field", g.keyField, "the message attribute, else the body's JSON field, holding the key")
 	fs.StringVar(&g.partitionValue, "partition-value", g.partitionValue, "the fixed partition value of a table with a sort key (dynamostore.WithCompositeKey)")
+	fs.StringVar(&g.redisURL, "redis-url", g.redisURL, "the receipts are in this Redis (redis:// or rediss://, as the consumer's "+envRedisURL+", the default), not a table")
+	fs.StringVar(&g.redisPrefix, "redis-prefix", g.redisPrefix, "what the consumer's redisstore puts before every storage key (redisstore.WithPrefix)")
 	fs.BoolVar(&g.plainKeys, "plain-keys", g.plainKeys, "the consumer stores keys unhashed (idem.WithPlainKeys)")
 	fs.BoolVar(&g.showBodies, "show-bodies", g.showBodies, "print message bodies (personal data)")
 	fs.BoolVar(&g.showKeys, "show-keys", g.showKeys, "print plain storage keys that hold business keys (personal data)")
@@ -74,12 +85,22 @@ type app struct {
 	now           func() time.Time
 	connect       func(ctx context.Context, g globals) (*clients, error)
 	clients       *clients
+	// getenv reads the environment (os.Getenv; nil: an empty one).
+	getenv func(string) string
+	// exits are run when the run ends (closing a Redis client).
+	exits []func() error
 }
+
+// onExit runs fn when the run ends.
+func (a *app) onExit(fn func() error) { a.exits = append(a.exits, fn) }
 
 // run runs the command line args and returns the exit code; an error is
 // one line on stderr.
 func (a *app) run(ctx context.Context, args []string) int {
 	err := a.dispatch(ctx, args)
+	for _, exit := range a.exits {
+		_ = exit()
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -91,6 +112,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 
 func (a *app) dispatch(ctx context.Context, args []string) error {
 	a.output = outputTable
+	a.redisPrefix = redisstore.DefaultPrefix
+	if a.getenv != nil {
+		a.redisURL = a.getenv(envRedisURL)
+	}
 	fs := a.flagSet("idemctl")
 	if err := fs.Parse(args); err != nil {
 		return a.flagError(err, nil)

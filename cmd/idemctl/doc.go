@@ -23,6 +23,25 @@
 // keys unhashed (idem.WithPlainKeys); --partition-value for a table with a
 // sort key (dynamostore.WithCompositeKey).
 //
+// # A Redis store
+//
+// For a consumer whose receipts are in Redis (IDEM_STORE=redis), pass
+// --redis-url redis://… (or rediss://…), by default the IDEM_REDIS_URL
+// of the environment, the consumer's own variable; --redis-prefix if the
+// consumer's redisstore has another prefix than "idem:". idemctl then
+// connects to that one node as the consumer's runtime does, and needs no
+// AWS for inspect, list, resolve and stats; with --stack or --queue-url
+// and --dlq-url, inspect's DLQ part, redrive and stats' queues work as on
+// a table. --table and a Redis URL name two stores and are refused
+// together (--redis-url= clears IDEM_REDIS_URL); a stack's table output
+// is not used when a Redis URL is given. list and stats read the namespace
+// with SCAN (MATCH on the prefix and namespace, never KEYS), a page at a
+// time, without --segments. resolve writes with one Lua script, on the same
+// condition as on a table, and gives a held key's record the TTL it lacked
+// (PEXPIREAT). Every key of the namespace on that node is read; for a
+// cluster, use redisstore.Store.Scan and Resolve from Go with a
+// *redis.ClusterClient.
+//
 // AWS access follows the AWS CLI: --profile, --region, the default
 // credential chain, AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>
 // (DYNAMODB, SQS, CLOUDFORMATION, CLOUDWATCH), or --endpoint-url for all.
@@ -60,9 +79,15 @@
 // and writes on the condition that the record is still what it read:
 // same lease token, status, attempts and update time. It refuses a live
 // lease, an expired or absent record, and releasing a receipt. It settles
-// a held or unknown record either way: --done writes the receipt,
-// --not-done a definite failure (FAILED), which the next copy runs without
-// reconciling. A record without an expiry (a held one) gets --retention
+// a held or unknown record either way: --done writes the receipt, with no
+// result and marked resolved (a copy's Duplicate reports
+// idem.Result.Resolved: an operator, not the effect, wrote it), under a
+// token of its own so that a late release of the attempt that held the
+// record cannot undo it; --not-done a definite failure (FAILED), which the
+// next copy runs without reconciling. The write is the store's own
+// (dynamostore.Store.Resolve, redisstore.Store.Resolve), so two resolves
+// at once write once, and one that meets a record an attempt changed
+// writes nothing. A record without an expiry (a held one) gets --retention
 // (default the consumer's, 7 days) from now.
 //
 // redrive reads the DLQ, hiding each message for --hold while it decides,
@@ -89,7 +114,8 @@
 // # Output
 //
 // --output table (default) is for people; --output json is one JSON
-// document per run, whose fields are only ever added to:
+// document per run, whose fields are only ever added to. On a Redis store
+// "redis" (the URL without its password) stands where "table" does:
 //
 //	inspect  {table, namespace, now, dlq: {url, checked, complete, messagesRead, note}, keys: [record]}
 //	list     {table, namespace, now, status, olderThanSeconds, matched, records: [record]}
@@ -100,7 +126,7 @@
 //	          queue|dlq: {url, visible, inFlight, delayed, oldestAgeSeconds, oldestSource, oldestNote}}
 //
 //	record   {key, storageKey, state, meaning, status, prevStatus, attempts, leaseUntil, leaseLeftSeconds,
-//	          lastError, lastErrorNote, resultBytes, resultOmitted, expiresAt, retentionLeftSeconds, updatedAt,
+//	          lastError, lastErrorNote, resultBytes, resultOmitted, resolved, expiresAt, retentionLeftSeconds, updatedAt,
 //	          dlqMessages: [{messageId, sentAt, receives, idemctlReceives, consumerReceivesAtMost, body,
 //	                         redrive: {class, action, reason}}]}
 //
@@ -112,7 +138,7 @@
 // status of the record the last attempt took over (UNKNOWN or IN_PROGRESS:
 // an unknown outcome it reconciles first); on a record in progress,
 // lastError is still that earlier attempt's. A held record has no
-// expiresAt. receives is SQS's
+// expiresAt. resolved marks a receipt resolve --done wrote. receives is SQS's
 // ApproximateReceiveCount as read, idemctlReceives this run's receives
 // among it, consumerReceivesAtMost the rest (absent when SQS gave no
 // count): earlier reads of the DLQ are in it too. redrive is what
@@ -126,7 +152,8 @@
 // # Exit codes
 //
 //	0  done, and resolve with nothing to write (already completed, already released)
-//	1  an error at run time: an unknown stack, table or queue; a KEY without a
+//	1  an error at run time: an unknown stack, table or queue, a Redis that does
+//	   not answer; a KEY without a
 //	   record (inspect, after printing every key; resolve); a table that is not
 //	   a receipt table, a DLQ that is not the queue's or cannot be read; no
 //	   credentials, an AWS error; a write refused, a record that changed, the
@@ -136,7 +163,8 @@
 //	2  a wrong command line, with nothing written: an unknown command or flag,
 //	   a bad value, no KEY, a resource idemctl cannot find without a flag
 //	   (--stack, --table, --queue-url, --dlq-url, --key-field, --consumer,
-//	   --partition-value), resolve without --yes when stdin is not a terminal.
+//	   --partition-value), --table with a Redis URL, a Redis URL that is not
+//	   one, resolve without --yes when stdin is not a terminal.
 //
 // Every error is one line on stderr. inspect with a KEY without a record,
 // and redrive, print their whole output before they exit 1.

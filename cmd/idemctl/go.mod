@@ -21,7 +21,9 @@ require (
 	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0
+	github.com/redis/go-redis/v9 v9.22.0
 	golang.org/x/term v0.29.0
 )
 
@@ -42,8 +44,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )

@@ -42,7 +42,9 @@ type harness struct {
 	stdinReader      io.Reader // instead of stdin
 	inTTY, errTTY    bool
 	connectErr       error
-	out, errOut      bytes.Buffer
+	// env is the environment idemctl reads (IDEM_REDIS_URL).
+	env         map[string]string
+	out, errOut bytes.Buffer
 	// guard is a library Guard of the namespace: the storage keys the
 	// CLI computes must be its.
 	guard *idem.Guard
@@ -76,9 +78,15 @@ func (h *harness) run(args ...string) int {
 	if in == nil {
 		in = strings.NewReader(h.stdin)
 	}
-	a := &app{
-		in: in, out: &h.out, errOut: &h.errOut, inTTY: h.inTTY, errTTY: h.errTTY,
-		now: func() time.Time { return h.now },
+	return h.app(in, &h.out, &h.errOut).run(h.t.Context(), args)
+}
+
+// app is one run of idemctl on the harness's fakes and clock.
+func (h *harness) app(in io.Reader, out, errOut io.Writer) *app {
+	return &app{
+		in: in, out: out, errOut: errOut, inTTY: h.inTTY, errTTY: h.errTTY,
+		now:    func() time.Time { return h.now },
+		getenv: func(k string) string { return h.env[k] },
 		connect: func(context.Context, globals) (*clients, error) {
 			if h.connectErr != nil {
 				return nil, h.connectErr
@@ -86,7 +94,6 @@ func (h *harness) run(args ...string) int {
 			return &clients{ddb: h.ddb, sqs: h.sqs, cfn: h.cfn, cw: h.cw}, nil
 		},
 	}
-	return a.run(h.t.Context(), args)
 }
 
 // ok runs args with --stack and --output json, which must succeed, and

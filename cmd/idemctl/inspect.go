@@ -33,7 +33,7 @@ func inspectCommand() *command {
 
 // inspectView is inspect's JSON.
 type inspectView struct {
-	Table     string       `json:"table"`
+	storeView
 	Namespace string       `json:"namespace"`
 	Now       time.Time    `json:"now"`
 	DLQ       dlqCheck     `json:"dlq"`
@@ -72,7 +72,7 @@ func (a *app) inspect(ctx context.Context, f inspectFlags, args []string) error 
 			return err
 		}
 	}
-	out := inspectView{Table: rc.table, Namespace: rc.namespace}
+	out := inspectView{storeView: rc.store, Namespace: rc.namespace}
 	for i, skey := range skeys {
 		rec, found, err := rc.get(ctx, skey)
 		if err != nil {
@@ -94,7 +94,7 @@ func (a *app) inspect(ctx context.Context, f inspectFlags, args []string) error 
 	}
 	out.Now = a.now().UTC().Truncate(time.Second)
 	err = a.emit(out, func(w io.Writer) {
-		fmt.Fprintf(w, "table %s, namespace %s, at %s\n\n", out.Table, out.Namespace, stamp(out.Now))
+		fmt.Fprintf(w, "%s, namespace %s, at %s\n\n", out.where(), out.Namespace, stamp(out.Now))
 		for i, v := range out.Keys {
 			a.printRecord(w, v)
 			fmt.Fprintf(w, "  in DLQ\t%s\n", inDLQ(out.Keys[i].DLQ, check, out.Now))
@@ -121,8 +121,8 @@ func unknownKeys(keys []recordView, rc *receipts) error {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("%w: no record for %s in namespace %s of table %s (check the key, --namespace and --plain-keys)", errNotFound, absent[0], rc.namespace, rc.table)
+		return fmt.Errorf("%w: no record for %s in namespace %s of %s (check the key, --namespace and --plain-keys)", errNotFound, absent[0], rc.namespace, rc.store.where())
 	}
-	return fmt.Errorf("%w: no record for %d of %d keys (%s) in namespace %s of table %s (check the keys, --namespace and --plain-keys)",
-		errNotFound, len(absent), len(keys), strings.Join(absent, ", "), rc.namespace, rc.table)
+	return fmt.Errorf("%w: no record for %d of %d keys (%s) in namespace %s of %s (check the keys, --namespace and --plain-keys)",
+		errNotFound, len(absent), len(keys), strings.Join(absent, ", "), rc.namespace, rc.store.where())
 }

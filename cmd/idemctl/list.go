@@ -39,7 +39,7 @@ func listCommand() *command {
 
 // listView is list's JSON.
 type listView struct {
-	Table            string       `json:"table"`
+	storeView
 	Namespace        string       `json:"namespace"`
 	Now              time.Time    `json:"now"`
 	Status           string       `json:"status"`
@@ -71,7 +71,7 @@ func (a *app) list(ctx context.Context, f listFlags, args []string) error {
 	now := a.now()
 	cutoff := now.Add(-f.olderThan)
 	var recs []idem.Record
-	bar := newProgress(a.errOut, a.errTTY, "list "+rc.table, rc.items, a.now)
+	bar := newProgress(a.errOut, a.errTTY, "list "+rc.name, rc.items, a.now)
 	err = rc.each(ctx, stored, f.segments, bar, func(rec idem.Record) {
 		st := stateOf(rec, true, now)
 		if (want == "" || st == want) && (f.olderThan == 0 || rec.UpdatedAt.Before(cutoff)) {
@@ -82,7 +82,7 @@ func (a *app) list(ctx context.Context, f listFlags, args []string) error {
 		return err
 	}
 	slices.SortFunc(recs, func(x, y idem.Record) int { return x.UpdatedAt.Compare(y.UpdatedAt) })
-	out := listView{Table: rc.table, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Status: f.status,
+	out := listView{storeView: rc.store, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Status: f.status,
 		OlderThanSeconds: seconds(f.olderThan), Matched: len(recs), Records: []recordView{}}
 	for i, rec := range recs {
 		if f.limit > 0 && i == f.limit {
@@ -104,7 +104,7 @@ func (a *app) list(ctx context.Context, f listFlags, args []string) error {
 		if len(out.Records) < out.Matched {
 			more = fmt.Sprintf(" (the oldest %d shown: --limit)", len(out.Records))
 		}
-		fmt.Fprintf(w, "%d %s record(s) in namespace %s of %s%s\n", out.Matched, f.status, rc.namespace, rc.table, more)
+		fmt.Fprintf(w, "%d %s record(s) in namespace %s of %s%s\n", out.Matched, f.status, rc.namespace, rc.name, more)
 		if types := goTypeErrors(out.Records); len(types) > 0 {
 			fmt.Fprintf(w, "LAST ERROR %s is %s\n", strings.Join(types, " or "), goTypeNote)
 		}

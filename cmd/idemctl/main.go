@@ -17,7 +17,7 @@ func main() {
 	a := &app{
 		in: os.Stdin, out: os.Stdout, errOut: os.Stderr,
 		inTTY: term.IsTerminal(int(os.Stdin.Fd())), errTTY: term.IsTerminal(int(os.Stderr.Fd())),
-		now: time.Now,
+		now: time.Now, getenv: os.Getenv,
 		connect: func(ctx context.Context, g globals) (*clients, error) {
 			return connect(ctx, g, os.Stderr)
 		},

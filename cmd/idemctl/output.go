@@ -115,6 +115,8 @@ func isHash(key string) bool {
 // resultSize is what a record keeps of the effect's result, in words.
 func resultSize(rec idem.Record) string {
 	switch {
+	case rec.Resolved:
+		return "none: an operator wrote the receipt (idemctl resolve --done)"
 	case rec.ResultOmitted:
 		return "omitted (larger than the cap)"
 	case len(rec.Result) == 0:

@@ -2,81 +2,87 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/exactlyonce/sqsidem/pkg/idem"
-	"github.com/exactlyonce/sqsidem/pkg/idem/dynamostore"
 )
 
-// schema is the record layout idemctl reads: the one infra/exactlyonce
-// creates its table from.
-var schema = dynamostore.DefaultSchema
+// records is a receipt store as the commands read and settle it: a
+// DynamoDB table (table.go) or a Redis store (redis.go). Get and Resolve
+// are the stores' own (dynamostore.Store and redisstore.Store have the
+// same); each is how each store lists a namespace.
+type records interface {
+	// Get reads the record under skey, expired or not, consistently.
+	Get(ctx context.Context, skey string) (rec idem.Record, found bool, err error)
+	// Resolve writes to over the record under skey if it is still exactly
+	// old, and otherwise returns changed with the record as it is now (the
+	// zero Record when it is gone).
+	Resolve(ctx context.Context, skey string, old idem.Record, to idem.Status, expires, now time.Time) (rec idem.Record, changed bool, err error)
+	// each calls fn for every record of the namespace, of status if it is
+	// not empty, from one goroutine at a time. segments is the DynamoDB
+	// scan's parallelism; bar may be nil.
+	each(ctx context.Context, status idem.Status, segments int, bar *progress, fn func(idem.Record)) error
+}
 
-// receipts is one namespace of a receipt table.
+// receipts is one namespace of a receipt store.
 type receipts struct {
-	db        DynamoDB
-	table     string
+	records
 	namespace string
-	// partitionKey is the table's partition key; sortKey and
-	// partitionValue are set for a table with a sort key, whose records
-	// all live under partitionValue (dynamostore.WithCompositeKey).
-	partitionKey, sortKey, partitionValue string
-	// store reads a record exactly as the library does; guard hashes keys
-	// exactly as the consumer's Guard does.
-	store *dynamostore.Store
+	// guard hashes keys exactly as the consumer's Guard does.
 	guard *idem.Guard
-	// items is DynamoDB's approximate item count (updated every few
-	// hours), for the progress bar.
+	// store names the store in JSON; name in progress lines and tables
+	// (the table, or the Redis URL without its password).
+	store storeView
+	name  string
+	// items is the store's approximate record count, for the progress
+	// bar; 0 when unknown.
 	items int64
 }
 
-// openReceipts opens the table of r after checking that it is a receipt
-// table: its key schema, then one of its items.
+// storeView names the receipt store in the commands' JSON: table for a
+// DynamoDB table, redis (the URL without its password) for Redis.
+type storeView struct {
+	Table string `json:"table,omitempty"`
+	Redis string `json:"redis,omitempty"`
+}
+
+// where is the store in a sentence: "table receipts", "Redis redis://…".
+func (s storeView) where() string {
+	if s.Redis != "" {
+		return "Redis " + s.Redis
+	}
+	return "table " + s.Table
+}
+
+// openReceipts opens the store of r — Redis with --redis-url, else the
+// table, after checking that it is a receipt table — and the namespace.
 func (a *app) openReceipts(ctx context.Context, r resources) (*receipts, error) {
-	if err := r.needTable(); err != nil {
+	if err := r.needStore(); err != nil {
 		return nil, err
 	}
 	if err := validNamespace(r.namespace); err != nil {
 		return nil, err
 	}
-	c, err := a.aws(ctx)
-	if err != nil {
-		return nil, err
+	if r.redisURL != "" {
+		return a.openRedis(ctx, r)
 	}
-	out, err := c.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.table)})
-	var missing *types.ResourceNotFoundException
-	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("%w: table %q does not exist in this account and region", errNotFound, r.table)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("describe table %q: %w", r.table, err)
-	}
-	rc := &receipts{db: c.ddb, table: r.table, namespace: r.namespace, items: aws.ToInt64(out.Table.ItemCount)}
-	if err := rc.keySchema(out.Table, a.partitionValue); err != nil {
-		return nil, err
-	}
-	var sopts []dynamostore.Option
-	if rc.sortKey != "" {
-		sopts = append(sopts, dynamostore.WithCompositeKey(rc.partitionKey, rc.sortKey, rc.partitionValue))
-	}
-	if rc.store, err = dynamostore.New(c.ddb, r.table, sopts...); err != nil {
-		return nil, usagef("%v", err)
-	}
-	var gopts []idem.Option
+	return a.openTable(ctx, r)
+}
+
+// newGuard is a Guard of the namespace on store, which hashes keys exactly
+// as the consumer's does; idemctl never runs an effect with it.
+func (a *app) newGuard(store idem.Store, namespace string) (*idem.Guard, error) {
+	var opts []idem.Option
 	if a.plainKeys {
-		gopts = append(gopts, idem.WithPlainKeys())
+		opts = append(opts, idem.WithPlainKeys())
 	}
-	if rc.guard, err = idem.New(rc.store, r.namespace, gopts...); err != nil {
+	g, err := idem.New(store, namespace, opts...)
+	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return rc, rc.sample(ctx)
+	return g, nil
 }
 
 // validNamespace refuses what no Guard takes, before any request.
@@ -87,102 +93,12 @@ func validNamespace(ns string) error {
 	return nil
 }
 
-// keySchema checks the table's key against the receipt table's: a string
-// partition key named as in the schema, or a string partition and sort key
-// with --partition-value.
-func (rc *receipts) keySchema(t *types.TableDescription, partitionValue string) error {
-	attrType := map[string]types.ScalarAttributeType{}
-	for _, d := range t.AttributeDefinitions {
-		attrType[aws.ToString(d.AttributeName)] = d.AttributeType
-	}
-	var hash, rng string
-	for _, k := range t.KeySchema {
-		switch k.KeyType {
-		case types.KeyTypeHash:
-			hash = aws.ToString(k.AttributeName)
-		case types.KeyTypeRange:
-			rng = aws.ToString(k.AttributeName)
-		}
-	}
-	describe := fmt.Sprintf("its key is %s (%s)", hash, attrType[hash])
-	if rng != "" {
-		describe += fmt.Sprintf(" and %s (%s)", rng, attrType[rng])
-	}
-	switch {
-	case rng == "" && hash == schema.PartitionKey && attrType[hash] == types.ScalarAttributeTypeS:
-		if partitionValue != "" {
-			return usagef("table %q has no sort key: --partition-value is for a table with one", rc.table)
-		}
-		rc.partitionKey = hash
-		return nil
-	case rng != "" && attrType[hash] == types.ScalarAttributeTypeS && attrType[rng] == types.ScalarAttributeTypeS:
-		if partitionValue == "" {
-			return usagef("table %q has a sort key (%s): pass --partition-value, the partition its records live under (dynamostore.WithCompositeKey)", rc.table, rng)
-		}
-		rc.partitionKey, rc.sortKey, rc.partitionValue = hash, rng, partitionValue
-		return nil
-	}
-	return fmt.Errorf("%w: table %q: %s; a receipt table's is %s (S), or a string partition and sort key", errNotReceiptTable, rc.table, describe, schema.PartitionKey)
-}
-
-// sample reads one record of the table (of any namespace) and checks it is
-// one dynamostore wrote. An empty table passes.
-func (rc *receipts) sample(ctx context.Context) error {
-	var items []map[string]types.AttributeValue
-	if rc.sortKey == "" {
-		out, err := rc.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(rc.table), Limit: aws.Int32(1)})
-		if err != nil {
-			return fmt.Errorf("read table %q: %w", rc.table, err)
-		}
-		items = out.Items
-	} else {
-		x, err := rc.queryExpr("", "")
-		if err != nil {
-			return err
-		}
-		out, err := rc.db.Query(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(rc.table), Limit: aws.Int32(1), KeyConditionExpression: x.KeyCondition(),
-			ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
-		})
-		if err != nil {
-			return fmt.Errorf("read table %q: %w", rc.table, err)
-		}
-		items = out.Items
-	}
-	for _, item := range items {
-		rec, err := rc.store.Decode(item)
-		if err != nil || rec.Lease == "" || !knownStatus(rec.Status) || !strings.Contains(rec.Key, idem.KeySeparator) {
-			return fmt.Errorf("%w: table %q holds an item that is not an idem record (no %s, %s and %s): check --table", errNotReceiptTable, rc.table, schema.Status, schema.Lease, rc.keyAttr())
-		}
-	}
-	return nil
-}
-
 func knownStatus(s idem.Status) bool {
 	switch s {
 	case idem.StatusInProgress, idem.StatusCompleted, idem.StatusFailed, idem.StatusUnknown, idem.StatusHeld:
 		return true
 	}
 	return false
-}
-
-// keyAttr is the attribute holding the storage key.
-func (rc *receipts) keyAttr() string {
-	if rc.sortKey != "" {
-		return rc.sortKey
-	}
-	return rc.partitionKey
-}
-
-// key is the primary key of the record stored under skey.
-func (rc *receipts) key(skey string) map[string]types.AttributeValue {
-	if rc.sortKey != "" {
-		return map[string]types.AttributeValue{
-			rc.partitionKey: &types.AttributeValueMemberS{Value: rc.partitionValue},
-			rc.sortKey:      &types.AttributeValueMemberS{Value: skey},
-		}
-	}
-	return map[string]types.AttributeValue{rc.partitionKey: &types.AttributeValueMemberS{Value: skey}}
 }
 
 // prefix begins every storage key of the namespace.
@@ -211,5 +127,5 @@ func (rc *receipts) storageKey(arg string, storage bool) (string, error) {
 
 // get reads the record under skey with a consistent read, expired or not.
 func (rc *receipts) get(ctx context.Context, skey string) (idem.Record, bool, error) {
-	return rc.store.Get(ctx, skey)
+	return rc.Get(ctx, skey)
 }

@@ -97,7 +97,6 @@ func TestDecodeMatchesStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &receipts{partitionKey: "pk", store: store}
 	for name, rec := range map[string]idem.Record{"full": full, "omitted": omitted, "bare": bare} {
 		h.put(name, rec)
 		skey := h.guard.StorageKey(name)
@@ -105,7 +104,7 @@ func TestDecodeMatchesStore(t *testing.T) {
 		if err != nil || !found {
 			t.Fatal(found, err)
 		}
-		got, err := rc.store.Decode(h.record(name))
+		got, err := store.Decode(h.record(name))
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decode %+v, %v; Store.Get %+v", name, got, err, want)
 		}

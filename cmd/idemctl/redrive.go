@@ -37,7 +37,7 @@ func redriveCommand() *command {
 
 // redriveView is redrive's JSON.
 type redriveView struct {
-	Table       string    `json:"table"`
+	storeView
 	Namespace   string    `json:"namespace"`
 	Queue       string    `json:"queue"`
 	DLQ         string    `json:"dlq"`
@@ -78,7 +78,7 @@ func (a *app) redrive(ctx context.Context, f redriveFlags, args []string) error 
 	if err != nil {
 		return err
 	}
-	for _, need := range []func() error{r.needTable, r.needQueue, r.needDLQ, r.needKeyField} {
+	for _, need := range []func() error{r.needStore, r.needQueue, r.needDLQ, r.needKeyField} {
 		if err := need(); err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func (a *app) redrive(ctx context.Context, f redriveFlags, args []string) error 
 		moving:      map[string]string{},
 	}
 	out := redriveView{
-		Table: rc.table, Namespace: rc.namespace, Queue: source.url, DLQ: dlq.url,
+		storeView: rc.store, Namespace: rc.namespace, Queue: source.url, DLQ: dlq.url,
 		Now: a.now().UTC().Truncate(time.Second), DryRun: f.dryRun, MaxAttempts: s.maxAttempts,
 		Messages: []redriveRow{}, Counts: map[string]int{},
 	}
@@ -213,7 +213,7 @@ func (a *app) printRedrive(w io.Writer, out redriveView) {
 	if out.DryRun {
 		mode = " (dry run: nothing changed)"
 	}
-	fmt.Fprintf(w, "DLQ %s → queue %s, table %s, namespace %s, poison at %d attempts%s\n\n", out.DLQ, out.Queue, out.Table, out.Namespace, out.MaxAttempts, mode)
+	fmt.Fprintf(w, "DLQ %s → queue %s, %s, namespace %s, poison at %d attempts%s\n\n", out.DLQ, out.Queue, out.where(), out.Namespace, out.MaxAttempts, mode)
 	fmt.Fprintln(w, "MESSAGE ID\tSTORAGE KEY\tCLASS\tACTION\tREASON")
 	for _, row := range out.Messages {
 		act := string(row.Action)

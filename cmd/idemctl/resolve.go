@@ -35,7 +35,7 @@ func resolveCommand() *command {
 
 // resolveView is resolve's JSON.
 type resolveView struct {
-	Table     string      `json:"table"`
+	storeView
 	Namespace string      `json:"namespace"`
 	Now       time.Time   `json:"now"`
 	Decision  string      `json:"decision"` // "done" or "not-done"
@@ -80,7 +80,7 @@ func (a *app) resolve(ctx context.Context, f resolveFlags, args []string) error 
 	}
 	now := a.now()
 	before := a.view(rec, found, skey, typed, now)
-	out := resolveView{Table: rc.table, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Decision: decision, Before: before}
+	out := resolveView{storeView: rc.store, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Decision: decision, Before: before}
 	name := orDefault(typed, before.StorageKey)
 
 	// A held record has no expiry; what resolve writes gets the
@@ -116,6 +116,9 @@ func (a *app) resolve(ctx context.Context, f resolveFlags, args []string) error 
 		}
 	}
 	after, err := rc.settle(ctx, skey, rec, to, expires, a.now())
+	if errors.Is(err, errChanged) && after.Status == "" {
+		return fmt.Errorf("%w; nothing written", err) // gone
+	}
 	if errors.Is(err, errChanged) {
 		st := stateOf(after, true, a.now())
 		return fmt.Errorf("%w: it is now %s (%s, %d attempt(s), updated %s); nothing written: inspect it again", err, st, after.Status, after.Attempts, stamp(after.UpdatedAt))
@@ -150,7 +153,7 @@ func decide(v recordView, to idem.Status, expires time.Time, rc *receipts, name 
 	rec, now := v.rec, v.now
 	switch v.State {
 	case stateAbsent:
-		return false, "", fmt.Errorf("%w: no record for %s in namespace %s of table %s (check the key, --namespace and --plain-keys)", errNotFound, name, rc.namespace, rc.table)
+		return false, "", fmt.Errorf("%w: no record for %s in namespace %s of %s (check the key, --namespace and --plain-keys)", errNotFound, name, rc.namespace, rc.store.where())
 	case stateExpired:
 		return false, "", fmt.Errorf("%w: the record of %s expired %s ago and counts as absent: there is nothing to resolve", errRefused, name, since(now, rec.ExpiresAt))
 	case stateInProgress:

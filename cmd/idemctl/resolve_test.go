@@ -11,6 +11,10 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
+// notDoneReason is the last error the stores' Resolve writes on a record
+// released by resolve --not-done.
+const notDoneReason = "idemctl resolve --not-done: an operator found the effect did not happen"
+
 func attrS(item map[string]types.AttributeValue, n string) string {
 	if v, ok := item[n].(*types.AttributeValueMemberS); ok {
 		return v.Value
@@ -35,12 +39,23 @@ func TestResolveDone(t *testing.T) {
 	var out struct {
 		Decision, Note string
 		Written        bool
-		Before, After  struct{ State string }
+		Before, After  struct {
+			State    string
+			Resolved bool
+		}
 	}
 	h.ok(&out, "resolve", "stuck", "--done", "--yes")
 	item := h.record("stuck")
-	if !out.Written || out.Before.State != "unconfirmed" || out.After.State != "completed" || out.Decision != "done" {
+	if !out.Written || out.Before.State != "unconfirmed" || out.After.State != "completed" || out.Decision != "done" || !out.After.Resolved {
 		t.Fatalf("resolve --done: %+v", out)
+	}
+	// An operator's receipt, which a copy's Duplicate reports as such: no
+	// result, and the resolved attribute.
+	if r, ok := item["resolved"].(*types.AttributeValueMemberBOOL); !ok || !r.Value {
+		t.Fatalf("no resolved attribute: %v", item)
+	}
+	if r, ok := item["resultOmitted"].(*types.AttributeValueMemberBOOL); !ok || !r.Value || item["result"] != nil {
+		t.Fatalf("the receipt keeps a result: %v", item)
 	}
 	if attrS(item, "status") != "COMPLETED" || !strings.HasPrefix(attrS(item, "lease"), "idemctl-") ||
 		attrN(item, "attempts") != "1" || attrN(item, "expiresAt") != encode(stuck)["expiresAt"].(*types.AttributeValueMemberN).Value ||

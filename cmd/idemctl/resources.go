@@ -17,6 +17,8 @@ import (
 // resources are where one consumer keeps its records and messages.
 type resources struct {
 	table, namespace, queueURL, dlqURL, keyField string
+	// redisURL: the records are in this Redis, not in table.
+	redisURL string
 }
 
 // resources finds the consumer's resources: the stack's outputs first
@@ -49,13 +51,20 @@ func (a *app) resources(ctx context.Context) (resources, error) {
 	if r.namespace == "" {
 		r.namespace = consumer.DefaultNamespace
 	}
+	if a.redisURL != "" {
+		if a.table != "" {
+			return r, usagef("--table and --redis-url (or %s) name two receipt stores: pass one (--redis-url= clears %s)", envRedisURL, envRedisURL)
+		}
+		// The records are in Redis; a stack's table output is not theirs.
+		r.table, r.redisURL = "", a.redisURL
+	}
 	return r, nil
 }
 
-// needTable and the others name the flag that is missing.
-func (r resources) needTable() error {
-	if r.table == "" {
-		return usagef("no receipt table: pass --stack or --table")
+// needStore and the others name the flag that is missing.
+func (r resources) needStore() error {
+	if r.table == "" && r.redisURL == "" {
+		return usagef("no receipt table: pass --stack or --table, or --redis-url for a Redis store")
 	}
 	return nil
 }

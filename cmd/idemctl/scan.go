@@ -25,25 +25,25 @@ const defaultSegments = 4
 // that partition (the rest may be a whole single-table design). The
 // namespace and status are filtered server-side, so only matching records
 // travel; fn is called from one goroutine at a time. bar may be nil.
-func (rc *receipts) each(ctx context.Context, status idem.Status, segments int, bar *progress, fn func(idem.Record)) error {
+func (t *table) each(ctx context.Context, status idem.Status, segments int, bar *progress, fn func(idem.Record)) error {
 	var mu sync.Mutex
 	page := func(items []map[string]types.AttributeValue, scanned int32) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, item := range items {
-			rec, err := rc.store.Decode(item)
+			rec, err := t.Decode(item)
 			if err != nil {
-				return fmt.Errorf("table %q: %w", rc.table, err)
+				return fmt.Errorf("table %q: %w", t.name, err)
 			}
 			fn(rec)
 		}
 		bar.add(int64(scanned), int64(len(items)))
 		return nil
 	}
-	if rc.sortKey != "" {
+	if t.sortKey != "" {
 		bar.start(1)
 		defer bar.finish()
-		return rc.queryAll(ctx, status, page)
+		return t.queryAll(ctx, status, page)
 	}
 	bar.start(segments)
 	defer bar.finish()
@@ -53,7 +53,7 @@ func (rc *receipts) each(ctx context.Context, status idem.Status, segments int, 
 	var wg sync.WaitGroup
 	for seg := range segments {
 		wg.Go(func() {
-			if errs[seg] = rc.scanSegment(ctx, seg, segments, status, page); errs[seg] != nil {
+			if errs[seg] = t.scanSegment(ctx, seg, segments, status, page); errs[seg] != nil {
 				cancel() // one failed segment fails the listing: stop the others
 			}
 			bar.segmentDone()
@@ -68,13 +68,13 @@ func (rc *receipts) each(ctx context.Context, status idem.Status, segments int, 
 	return errors.Join(errs...)
 }
 
-func (rc *receipts) scanSegment(ctx context.Context, seg, segments int, status idem.Status, page func([]map[string]types.AttributeValue, int32) error) error {
-	x, err := rc.scanExpr(status)
+func (t *table) scanSegment(ctx context.Context, seg, segments int, status idem.Status, page func([]map[string]types.AttributeValue, int32) error) error {
+	x, err := t.scanExpr(status)
 	if err != nil {
 		return err
 	}
-	p := dynamodb.NewScanPaginator(rc.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(rc.table),
+	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{
+		TableName:                 aws.String(t.name),
 		Segment:                   aws.Int32(int32(seg)),
 		TotalSegments:             aws.Int32(int32(segments)),
 		FilterExpression:          x.Filter(),
@@ -84,7 +84,7 @@ func (rc *receipts) scanSegment(ctx context.Context, seg, segments int, status i
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("scan table %q: %w", rc.table, err)
+			return fmt.Errorf("scan table %q: %w", t.name, err)
 		}
 		if err := page(out.Items, out.ScannedCount); err != nil {
 			return err
@@ -93,13 +93,13 @@ func (rc *receipts) scanSegment(ctx context.Context, seg, segments int, status i
 	return nil
 }
 
-func (rc *receipts) queryAll(ctx context.Context, status idem.Status, page func([]map[string]types.AttributeValue, int32) error) error {
-	x, err := rc.queryExpr(rc.prefix(), status)
+func (t *table) queryAll(ctx context.Context, status idem.Status, page func([]map[string]types.AttributeValue, int32) error) error {
+	x, err := t.queryExpr(t.prefix(), status)
 	if err != nil {
 		return err
 	}
-	p := dynamodb.NewQueryPaginator(rc.db, &dynamodb.QueryInput{
-		TableName:                 aws.String(rc.table),
+	p := dynamodb.NewQueryPaginator(t.db, &dynamodb.QueryInput{
+		TableName:                 aws.String(t.name),
 		KeyConditionExpression:    x.KeyCondition(),
 		FilterExpression:          x.Filter(),
 		ExpressionAttributeNames:  x.Names(),
@@ -108,7 +108,7 @@ func (rc *receipts) queryAll(ctx context.Context, status idem.Status, page func(
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("query table %q: %w", rc.table, err)
+			return fmt.Errorf("query table %q: %w", t.name, err)
 		}
 		if err := page(out.Items, out.ScannedCount); err != nil {
 			return err
@@ -121,8 +121,8 @@ func (rc *receipts) queryAll(ctx context.Context, status idem.Status, page func(
 func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }
 
 // scanExpr filters a scan to the namespace's records, of status if given.
-func (rc *receipts) scanExpr(status idem.Status) (expression.Expression, error) {
-	cond := name(rc.keyAttr()).BeginsWith(rc.prefix())
+func (t *table) scanExpr(status idem.Status) (expression.Expression, error) {
+	cond := name(t.keyAttr()).BeginsWith(t.prefix())
 	if status != "" {
 		cond = cond.And(name(schema.Status).Equal(expression.Value(string(status))))
 	}
@@ -131,10 +131,10 @@ func (rc *receipts) scanExpr(status idem.Status) (expression.Expression, error) 
 
 // queryExpr selects the records' partition and, with prefix, the sort
 // keys that begin with it; status filters as in scanExpr.
-func (rc *receipts) queryExpr(prefix string, status idem.Status) (expression.Expression, error) {
-	key := expression.Key(rc.partitionKey).Equal(expression.Value(rc.partitionValue))
+func (t *table) queryExpr(prefix string, status idem.Status) (expression.Expression, error) {
+	key := expression.Key(t.partitionKey).Equal(expression.Value(t.partitionValue))
 	if prefix != "" {
-		key = key.And(expression.Key(rc.sortKey).BeginsWith(prefix))
+		key = key.And(expression.Key(t.sortKey).BeginsWith(prefix))
 	}
 	b := expression.NewBuilder().WithKeyCondition(key)
 	if status != "" {

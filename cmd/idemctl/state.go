@@ -69,6 +69,9 @@ func meaning(rec idem.Record, st state, now time.Time, resolve string, dlq dlqNe
 	case stateExpired:
 		return withDLQ(fmt.Sprintf("expired %s ago (a %s record that TTL has not deleted yet): counts as absent; a copy runs the effect again", since(now, rec.ExpiresAt), rec.Status), dlq)
 	case stateCompleted:
+		if rec.Resolved {
+			return withDLQ("completed: an operator found the effect happened and wrote the receipt (idemctl resolve --done); a copy is skipped", dlq)
+		}
 		return withDLQ("completed: the effect happened; a copy is skipped", dlq)
 	case stateInProgress:
 		return withDLQ(fmt.Sprintf("in progress, lease live until %s (%s left): an attempt is running the effect; a copy waits for it", stamp(rec.LeaseUntil), until(now, rec.LeaseUntil)), dlq)

@@ -32,7 +32,7 @@ func statsCommand() *command {
 
 // statsView is stats' JSON.
 type statsView struct {
-	Table     string         `json:"table"`
+	storeView
 	Namespace string         `json:"namespace"`
 	Now       time.Time      `json:"now"`
 	Records   map[string]int `json:"records"` // by state, and "total"
@@ -69,11 +69,11 @@ func (a *app) stats(ctx context.Context, f statsFlags, args []string) error {
 		return err
 	}
 	now := a.now()
-	out := statsView{Table: rc.table, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Records: map[string]int{"total": 0}}
+	out := statsView{storeView: rc.store, Namespace: rc.namespace, Now: now.UTC().Truncate(time.Second), Records: map[string]int{"total": 0}}
 	for _, st := range states {
 		out.Records[string(st)] = 0
 	}
-	bar := newProgress(a.errOut, a.errTTY, "stats "+rc.table, rc.items, a.now)
+	bar := newProgress(a.errOut, a.errTTY, "stats "+rc.name, rc.items, a.now)
 	err = rc.each(ctx, "", f.segments, bar, func(rec idem.Record) {
 		out.Records[string(stateOf(rec, true, now))]++
 		out.Records["total"]++
@@ -152,7 +152,7 @@ func (a *app) peekAge(ctx context.Context, dlq queue, max int, s *queueStats, no
 }
 
 func printStats(w io.Writer, out statsView) {
-	fmt.Fprintf(w, "table %s, namespace %s, at %s\n\n", out.Table, out.Namespace, stamp(out.Now))
+	fmt.Fprintf(w, "%s, namespace %s, at %s\n\n", out.where(), out.Namespace, stamp(out.Now))
 	var counts []string
 	for _, st := range states {
 		counts = append(counts, fmt.Sprintf("%s %d", st, out.Records[string(st)]))

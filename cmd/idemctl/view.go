@@ -32,6 +32,9 @@ type recordView struct {
 	LastErrorNote string `json:"lastErrorNote,omitempty"`
 	ResultBytes   int    `json:"resultBytes"`
 	ResultOmitted bool   `json:"resultOmitted,omitempty"`
+	// Resolved: an operator wrote the receipt (resolve --done), not the
+	// effect; it keeps no result.
+	Resolved bool `json:"resolved,omitempty"`
 	// ExpiresAt is the end of retention (TTL); RetentionLeftSeconds is
 	// negative once expired.
 	ExpiresAt            *time.Time `json:"expiresAt,omitempty"`
@@ -78,7 +81,7 @@ func (a *app) view(rec idem.Record, found bool, skey, typed string, now time.Tim
 	v := recordView{
 		Key: typed, StorageKey: shown, State: st, Meaning: meaning(rec, st, now, resolveArg, dlqNews{}),
 		Status: string(rec.Status), PrevStatus: string(rec.PrevStatus), Attempts: rec.Attempts, LastError: rec.LastError, LastErrorNote: lastErrorNote(rec.LastError),
-		ResultBytes: len(rec.Result), ResultOmitted: rec.ResultOmitted,
+		ResultBytes: len(rec.Result), ResultOmitted: rec.ResultOmitted, Resolved: rec.Resolved,
 		LeaseUntil: stampPtr(rec.LeaseUntil), ExpiresAt: stampPtr(rec.ExpiresAt), UpdatedAt: stampPtr(rec.UpdatedAt),
 		rec: rec, now: now, resolve: resolveArg,
 	}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 )
@@ -70,8 +71,19 @@ type cacheEntry struct {
 	fingerprint string
 	result      []byte
 	omitted     bool
-	attempts    int
-	expiresAt   time.Time
+	// resolved: an operator wrote the receipt (Record.Resolved).
+	resolved  bool
+	attempts  int
+	expiresAt time.Time
 }
 
 func (e cacheEntry) expires() time.Time { return e.expiresAt }
+
+// rememberReceipt caches a receipt read from the store, which may be an
+// operator's (Resolved), as remember caches the Guard's own.
+func (g *Guard) rememberReceipt(skey string, rec Record) {
+	if g.cache != nil {
+		g.cache.put(skey, cacheEntry{fingerprint: rec.Fingerprint, result: slices.Clone(rec.Result), omitted: rec.ResultOmitted,
+			resolved: rec.Resolved, attempts: rec.Attempts, expiresAt: rec.ExpiresAt})
+	}
+}

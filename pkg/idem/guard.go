@@ -281,8 +281,8 @@ func (g *Guard) conflict(skey string, rec Record, fp string, now time.Time) (Res
 		return res, fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
 	}
 	if rec.Status == StatusCompleted {
-		g.remember(skey, rec.Fingerprint, rec.Result, rec.ResultOmitted, rec.Attempts, rec.ExpiresAt)
-		res.Outcome, res.Value, res.ResultOmitted = Duplicate, rec.Result, rec.ResultOmitted
+		g.rememberReceipt(skey, rec)
+		res.Outcome, res.Value, res.ResultOmitted, res.Resolved = Duplicate, rec.Result, rec.ResultOmitted, rec.Resolved
 		return res, nil
 	}
 	if rec.Status == StatusHeld {
@@ -348,7 +348,7 @@ func (g *Guard) fromCache(skey, fp string, now time.Time) (res Result, ok bool, 
 		return Result{Outcome: Mismatch, Attempts: e.attempts, Cached: true}, true,
 			fmt.Errorf("%w: %s", ErrPayloadMismatch, skey)
 	}
-	return Result{Outcome: Duplicate, Value: slices.Clone(e.result), ResultOmitted: e.omitted, Attempts: e.attempts, Cached: true}, true, nil
+	return Result{Outcome: Duplicate, Value: slices.Clone(e.result), ResultOmitted: e.omitted, Resolved: e.resolved, Attempts: e.attempts, Cached: true}, true, nil
 }
 
 func (g *Guard) remember(skey, fp string, result []byte, omitted bool, attempts int, expiresAt time.Time) {

@@ -89,6 +89,10 @@ type Result struct {
 	// the cap, or refused by the store). On a Duplicate, Value is nil and
 	// the caller learns no result was kept.
 	ResultOmitted bool
+	// Resolved: on a Duplicate, the receipt was written by an operator
+	// (idemctl resolve --done) after checking downstream, not by the
+	// effect: no result was kept (ResultOmitted too).
+	Resolved bool
 	// Attempts is the record's attempt count, when known.
 	Attempts int
 	// Cached: a Duplicate answered from the per-process cache, no request.

@@ -47,8 +47,12 @@ type Record struct {
 	// ResultOmitted reports that the effect's result was not kept (larger
 	// than the cap, or refused by the store); the receipt was.
 	ResultOmitted bool
-	UpdatedAt     time.Time
-	LastError     string
+	// Resolved: the receipt was written by an operator (idemctl resolve
+	// --done) after checking downstream, not by the effect; it keeps no
+	// result.
+	Resolved  bool
+	UpdatedAt time.Time
+	LastError string
 	// PrevStatus is, on a record an acquire took, the status of the record
 	// it took over ("" when there was none): the Guard learns from it
 	// whether it took over an unknown outcome. (LastError is then still the

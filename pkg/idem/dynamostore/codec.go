@@ -69,6 +69,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		status, prev                string
 		leaseUntil, expires, update int64
 		prevExpires                 int64
+		resolved                    bool
 	)
 	errs := [...]error{
 		attr(item, s.storageKeyAttr(), &rec.Key, asString),
@@ -84,6 +85,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		attr(item, n.LastError, &rec.LastError, asString),
 		attr(item, n.PrevStatus, &prev, asString),
 		attr(item, n.PrevExpiresAt, &prevExpires, asInt64),
+		attr(item, n.Resolved, &resolved, asBool),
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -97,6 +99,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idem.Record, error
 		// over.
 		rec.PrevStatus = ""
 	}
+	rec.Resolved = isResolved(resolved, rec)
 	if leaseUntil != 0 {
 		rec.LeaseUntil = time.UnixMilli(leaseUntil)
 	}

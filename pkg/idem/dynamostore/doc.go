@@ -24,6 +24,8 @@
 //	prevLease      S     on a record an acquire took: the lease it took over ("" for none)
 //	prevExpiresAt  N     on a record an acquire took: the expiry of the record it took over
 //	                     (0 for none); taken past it, nothing was taken over
+//	resolved       BOOL  on a receipt Resolve wrote: an operator wrote it after checking
+//	                     downstream (idemctl resolve --done); acquires and commits remove it
 //
 // [WithSchema] renames the attributes. [WithCompositeKey] puts the records in
 // a table with a partition and a sort key, such as an existing single-table
@@ -47,6 +49,13 @@
 // condition (ALL_OLD) still names the caller's lease as released, or as
 // the lease the last acquire took over from a FAILED or UNKNOWN record,
 // and the retry is the caller's own: done, not lease lost.
+//
+// [Store.Resolve] is an operator's write (idemctl resolve), never an
+// attempt's: it settles a record after someone checked downstream, on the
+// condition that the record is still exactly as they read it (lease,
+// status, attempts, update time), so that it never overwrites what an
+// attempt wrote in between. [Store.Get] reads a record with a consistent
+// read and [Store.Decode] an item a Scan returned, for tools.
 //
 // So lease mode ([idem.Guard.Do]) costs two requests per new message and one
 // per duplicate; a Guard with a cache answers repeated duplicates from

@@ -49,6 +49,11 @@ type Names struct {
 	// counted as absent, and its status is not reported as taken over.
 	// Empty in a Names given to WithSchema, it is DefaultSchema's.
 	PrevExpiresAt string
+	// Resolved marks a receipt an operator wrote (Store.Resolve, idemctl
+	// resolve --done) after checking downstream, not the effect; it keeps
+	// no result. Empty in a Names given to WithSchema, it is
+	// DefaultSchema's.
+	Resolved string
 }
 
 // DefaultSchema is the record layout described in the package documentation.
@@ -69,6 +74,8 @@ var DefaultSchema = Names{
 	PrevLease:    "prevLease",
 	// An acquire's: the expiry of the record it took over.
 	PrevExpiresAt: "prevExpiresAt",
+	// An operator's receipt (Resolve).
+	Resolved: "resolved",
 }
 
 // fields lists the names with what they are called in errors.
@@ -78,6 +85,7 @@ func (n Names) fields() []struct{ field, value string } {
 		{"Lease", n.Lease}, {"LeaseUntil", n.LeaseUntil}, {"Attempts", n.Attempts},
 		{"Fingerprint", n.Fingerprint}, {"Result", n.Result}, {"NoResult", n.NoResult},
 		{"UpdatedAt", n.UpdatedAt}, {"LastError", n.LastError}, {"Released", n.Released}, {"PrevStatus", n.PrevStatus}, {"PrevLease", n.PrevLease}, {"PrevExpiresAt", n.PrevExpiresAt},
+		{"Resolved", n.Resolved},
 	}
 }
 
@@ -88,6 +96,7 @@ func (n Names) withDefaults() Names {
 	n.PrevStatus = cmp.Or(n.PrevStatus, DefaultSchema.PrevStatus)
 	n.PrevLease = cmp.Or(n.PrevLease, DefaultSchema.PrevLease)
 	n.PrevExpiresAt = cmp.Or(n.PrevExpiresAt, DefaultSchema.PrevExpiresAt)
+	n.Resolved = cmp.Or(n.Resolved, DefaultSchema.Resolved)
 	return n
 }
 

@@ -51,7 +51,8 @@ func (s *Store) acquireExpr(shape acquireShape) expression.Builder {
 		Set(name(n.PrevStatus), expression.IfNotExists(name(n.Status), slotNone.marker())).
 		Set(name(n.PrevLease), expression.IfNotExists(name(n.Lease), slotNone.marker())).
 		Set(name(n.PrevExpiresAt), expression.IfNotExists(name(n.TTL), slotZero.marker())).
-		Add(name(n.Attempts), slotOne.marker())
+		Add(name(n.Attempts), slotOne.marker()).
+		Remove(name(n.Resolved)) // an attempt's record, no operator's receipt
 	upd = setOrRemove(upd, n.Fingerprint, slotFingerprint, shape.fingerprint)
 	upd = s.setResult(upd, resultNone)
 	return expression.NewBuilder().WithCondition(s.takeable()).WithUpdate(upd)

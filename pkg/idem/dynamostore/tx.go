@@ -225,7 +225,8 @@ func (s *Store) receiptExpr(shape receiptShape) expression.Builder {
 		Set(name(n.UpdatedAt), slotUpdatedAt.marker()).
 		Set(name(n.Attempts), slotAttempts.marker()).
 		Remove(name(n.LeaseUntil)).
-		Remove(name(n.LastError))
+		Remove(name(n.LastError)).
+		Remove(name(n.Resolved))
 	// The token as the lease: a lease-mode attempt left over on the key gets
 	// ErrLeaseLost, and a retry of this very commit finds its own receipt.
 	upd = setOrRemove(upd, n.Lease, slotLease, shape.token)

@@ -114,6 +114,27 @@ func TestCluster(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
 		idemtest.TestStore(t, func(*testing.T) idem.Store { return store })
 	})
+	t.Run("scan walks every master, resolve settles", func(t *testing.T) {
+		put(t, store, "scan", 60, time.Now())
+		masters := map[string]bool{}
+		for key := range scanned(t, store, "scan") {
+			m, err := client.MasterForKey(context.Background(), store.Key(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			masters[m.Options().Addr] = true
+		}
+		if got := len(scanned(t, store, "scan")); got != 60 || len(masters) != 3 {
+			t.Fatalf("Scan: %d records on %d masters; want 60 on 3", got, len(masters))
+		}
+		held, _, err := store.Get(within(t, 5*time.Second), "scan#0000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, changed, err := store.Resolve(within(t, 5*time.Second), "scan#0000", held, idem.StatusCompleted, time.Now().Add(time.Hour), time.Now()); err != nil || changed || !rec.Resolved {
+			t.Fatalf("Resolve on the cluster: %+v, changed %v, %v", rec, changed, err)
+		}
+	})
 
 	var e effects
 	first, _ := guardOn(t, client, redisstore.WithWaitReplicas(1, 200*time.Millisecond))

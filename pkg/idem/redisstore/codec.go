@@ -22,6 +22,9 @@ const (
 	fieldUpdatedAt     = "updatedAt"     // Unix milliseconds
 	fieldLastError     = "lastError"
 	fieldPrevStatus    = "prevStatus" // on an acquired record: the status of the record it took over
+	// fieldResolved is "1" on a receipt an operator wrote (resolveLua);
+	// see resolved.
+	fieldResolved = "resolved"
 	// The field "released", the lease of the last release that landed, is
 	// read and written by releaseLua alone (a Record does not carry it).
 )
@@ -71,17 +74,30 @@ func decode(key string, v any) (idem.Record, error) {
 		return idem.Record{}, fmt.Errorf("unexpected hash reply %T", v)
 	}
 	rec := idem.Record{Key: key}
+	flagged := false
 	for i := 0; i < len(flat); i += 2 {
 		name, _ := flat[i].(string)
 		value, ok := flat[i+1].(string)
 		if !ok {
 			return idem.Record{}, fmt.Errorf("field %q: unexpected value %T", name, flat[i+1])
 		}
+		if name == fieldResolved {
+			flagged = value == "1"
+			continue
+		}
 		if err := set(&rec, name, value); err != nil {
 			return idem.Record{}, fmt.Errorf("field %q: %w", name, err)
 		}
 	}
+	rec.Resolved = resolved(flagged, rec)
 	return rec, nil
+}
+
+// resolved reports whether a record whose resolved field is flagged is
+// the receipt Resolve wrote: an acquire deletes the field, so only a
+// COMPLETED record Resolve wrote carries it.
+func resolved(flagged bool, rec idem.Record) bool {
+	return flagged && rec.Status == idem.StatusCompleted
 }
 
 // set decodes one field into rec; unknown fields are ignored, so that an

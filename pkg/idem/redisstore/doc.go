@@ -35,6 +35,8 @@
 //	released       the lease of the last attempt whose release landed (kept by acquires)
 //	prevStatus     on a record an acquire took: the status it took over
 //	prevLease      on a record an acquire took: the lease it took over
+//	resolved       "1" on a receipt an operator wrote (Resolve, idemctl resolve --done),
+//	               deleted by an acquire
 //
 // A hash rather than one packed string: HGETALL shows an operator the record
 // as it is, attempts is a server-side HINCRBY, and Complete and Release
@@ -66,6 +68,17 @@
 // an unconditional SET and deletes a failed attempt's record with an
 // unconditional DEL, so a zombie that outlived its lease overwrites or
 // deletes the record of the attempt that took over.
+//
+// # Operators
+//
+// [Store.Get] reads a record, [Store.Scan] lists a namespace's (SCAN with
+// MATCH on the prefix and namespace, never KEYS; every master of a
+// *redis.ClusterClient), and [Store.Resolve] writes what an operator
+// decided after checking downstream — a receipt without a result, marked
+// [idem.Record.Resolved], or a definite failure — in one script, only if
+// the record is still exactly as read (lease, status, attempts,
+// updatedAt), giving a HELD record the expiry and TTL it lacked. idemctl
+// (--redis-url) is built on them; the Guard never calls them.
 //
 // Each script touches only the one key it is given, so the Store works on
 // Redis Cluster. No script reads the server's clock: times come from the

@@ -59,7 +59,7 @@ if not takeable then
 	end
 	return {0, redis.call('HGETALL', key)}
 end
-redis.call('HDEL', key, 'result', 'resultOmitted', 'fingerprint', 'expiresAt', 'prevStatus', 'prevLease')
+redis.call('HDEL', key, 'result', 'resultOmitted', 'fingerprint', 'expiresAt', 'prevStatus', 'prevLease', 'resolved')
 -- An expired record counts as absent: nothing taken over.
 if status and not (expiresAt ~= nil and expiresAt < now) then
 	redis.call('HSET', key, 'prevStatus', status)
@@ -160,6 +160,55 @@ end
 return 1
 `
 
+// resolveLua writes what an operator decided (Store.Resolve, idemctl
+// resolve) if the record is still exactly as the operator read it — lease
+// (the fencing token), status, attempts, updatedAt — and returns {1, the
+// record written}; otherwise it writes nothing and returns {0, the record
+// as it is now}, {0, {}} when it is gone. The lease alone, which fences
+// completeLua and releaseLua, is not enough here: an attempt that
+// outlived its lease still holds the token, and its late receipt keeps it
+// while changing the status.
+//
+// COMPLETED is a receipt without a result, flagged resolved, under the
+// lease ARGV[6], a new token of the operator's, so that a late release of
+// the attempt cannot undo it; FAILED keeps the token (ARGV[6] is the old
+// one) and writes lastError. A record without an expiry (HELD: no TTL)
+// gets ARGV[8], as expiresAt and as its TTL, so that nothing settled stays
+// for ever; one with an expiry keeps it.
+//
+// ARGV: old lease, old status, old attempts, old updatedAt (each "" for
+// none), status to write, lease to write, updatedAt, expiresAt for a record
+// without one, lastError (FAILED).
+//
+// allow-oom: settling a held key is how its memory is ever freed, and an
+// operator who cannot settle it under noeviction could do nothing.
+const resolveLua = `#!lua flags=allow-oom
+local key = KEYS[1]
+local f = redis.call('HMGET', key, 'lease', 'status', 'attempts', 'updatedAt', 'expiresAt')
+if not f[2] then
+	return {0, {}}
+end
+if (f[1] or '') ~= ARGV[1] or f[2] ~= ARGV[2] or (f[3] or '') ~= ARGV[3] or (f[4] or '') ~= ARGV[4] then
+	return {0, redis.call('HGETALL', key)}
+end
+redis.call('HSET', key, 'status', ARGV[5], 'lease', ARGV[6], 'updatedAt', ARGV[7])
+if ARGV[5] == 'COMPLETED' then
+	redis.call('HSET', key, 'resultOmitted', '1', 'resolved', '1')
+	redis.call('HDEL', key, 'result', 'lastError')
+else
+	redis.call('HSET', key, 'lastError', ARGV[9])
+end
+if not f[5] then
+	redis.call('HSET', key, 'expiresAt', ARGV[8])
+end
+local rec = redis.call('HGETALL', key)
+-- Last, as in acquireLua: an expiry already past deletes the key at once.
+if not f[5] then
+	redis.call('PEXPIREAT', key, ARGV[8])
+end
+return {1, rec}
+`
+
 // getLua reads the record, expired or not. A script rather than HGETALL so
 // that the Store needs nothing of the client but Eval and EvalSha.
 const getLua = `#!lua flags=no-writes
@@ -178,6 +227,7 @@ var (
 	completeScript = newScript(completeLua)
 	releaseScript  = newScript(releaseLua)
 	getScript      = newScript(getLua)
+	resolveScript  = newScript(resolveLua)
 )
 
 // eval runs sc on key (see evalOn).

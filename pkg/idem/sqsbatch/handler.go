@@ -52,7 +52,11 @@ type RecordResult struct {
 	// Value is the effect's result (Executed, Unconfirmed, LeaseLost), or
 	// the stored one replayed (Duplicate).
 	Value []byte
-	Err   error
+	// Resolved: on a Duplicate, the receipt was written by an operator
+	// (idemctl resolve --done) after checking downstream, not by the
+	// effect; Value is nil (idem.Result.Resolved).
+	Resolved bool
+	Err      error
 	// Failed: the record is reported as a batch item failure.
 	Failed bool
 	// Requeued: the record met InProgress on its last receive and a

@@ -199,7 +199,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	if res.Outcome == idem.InProgress {
 		res, r.Requeued, err = h.inProgress(ctx, log, msg, res, err, run)
 	}
-	r.Outcome, r.Attempts, r.Value, r.Err = res.Outcome, res.Attempts, res.Value, err
+	r.Outcome, r.Attempts, r.Value, r.Resolved, r.Err = res.Outcome, res.Attempts, res.Value, res.Resolved, err
 	r.Failed = !succeeded(res.Outcome) && !r.Requeued
 	h.deleteIfLast(ctx, log, msg, r)
 	return r
@@ -225,6 +225,10 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 		// The storage key: hashed unless the Guard uses plain keys, and what
 		// an operator looks up in the table.
 		attrs = append(attrs, slog.String("storage_key", h.guard.StorageKey(r.Key)))
+	}
+	if r.Resolved {
+		// Skipped on a receipt an operator wrote, not the effect.
+		attrs = append(attrs, slog.Bool("resolved", true))
 	}
 	if r.Outcome == idem.Unconfirmed {
 		// Done, but its receipt is missing: a later copy of the message
