@@ -21,16 +21,10 @@ type backend interface {
 	// ledger is how often the transactional effect of key was committed.
 	ledger(key string) int
 	// held lists the storage keys of the HELD records, as an operator's
-	// listing does (idemctl list --state held).
+	// listing does (idemctl list --status held). The operator resolves
+	// them through the store's own Get and Resolve (operator.go).
 	held() []string
-	// settle writes what an operator decided about the record under skey,
-	// as idemctl resolve does, on the condition that it is still old:
-	// COMPLETED under lease, or FAILED, expiring at expires.
-	settle(skey string, old idem.Record, to idem.Status, lease string, expires time.Time) error
 }
-
-// notDoneReason is the last error of a record an operator released.
-const notDoneReason = "resolved not done: the remote system never applied it"
 
 func newBackend(w *world) backend {
 	if w.cfg.Backend == "redis" {

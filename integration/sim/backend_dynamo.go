@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -333,48 +332,4 @@ func (b *dynamoBackend) held() []string {
 		}
 	}
 	return out
-}
-
-// settle is idemctl resolve's write (cmd/idemctl/fence.go), on the
-// schedule's schema.
-func (b *dynamoBackend) settle(skey string, old idem.Record, to idem.Status, lease string, expires time.Time) error {
-	n := b.names
-	keyAttr := n.PartitionKey
-	if b.composite {
-		keyAttr = compositeSK
-	}
-	num := func(i int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
-	}
-	names := map[string]string{"#k": keyAttr, "#s": n.Status, "#l": n.Lease, "#a": n.Attempts, "#u": n.UpdatedAt, "#t": n.TTL, "#e": n.LastError}
-	values := map[string]types.AttributeValue{
-		":s": str(string(old.Status)), ":l": str(old.Lease), ":a": num(int64(old.Attempts)), ":u": num(old.UpdatedAt.UnixMilli()),
-		":to": str(string(to)), ":now": num(time.Now().UnixMilli()), ":exp": num(expires.Unix()),
-	}
-	update := "SET #s = :to, #u = :now, #t = :exp"
-	if to == idem.StatusCompleted {
-		update += ", #l = :nl REMOVE #e"
-		values[":nl"] = str(lease)
-	} else {
-		update += ", #e = :why"
-		values[":why"] = str(notDoneReason)
-	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(receiptsTable),
-		Key:                       b.key(skey),
-		ConditionExpression:       aws.String("attribute_exists(#k) AND #l = :l AND #s = :s AND #a = :a AND #u = :u"),
-		UpdateExpression:          aws.String(update),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
-	out, err := b.srv.UpdateItem(context.Background(), in)
-	var o any
-	if err == nil && out != nil {
-		o = out
-	}
-	b.w.note(WireCall{DynamoDB: &ddbmodel.Call{Op: "UpdateItem", Input: in, Output: o, Err: err}})
-	if err != nil {
-		return errors.Join(errors.New("the record changed, or the write failed"), err)
-	}
-	return nil
 }

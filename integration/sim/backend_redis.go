@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -167,41 +166,4 @@ func (b *redisBackend) held() []string {
 		}
 	}
 	return out
-}
-
-// settleLua is what an operator's resolve writes, fenced by the record as
-// it was read: its lease, status, attempts and update time.
-//
-// ARGV: lease, status, attempts, updatedAt (as read); the new status,
-// updatedAt, expiresAt, lease, lastError.
-const settleLua = `local key = KEYS[1]
-local f = redis.call('HMGET', key, 'lease', 'status', 'attempts', 'updatedAt')
-if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or f[3] ~= ARGV[3] or f[4] ~= ARGV[4] then
-	return 0
-end
-redis.call('HSET', key, 'status', ARGV[5], 'updatedAt', ARGV[6], 'expiresAt', ARGV[7], 'lease', ARGV[8])
-if ARGV[5] == 'COMPLETED' then
-	redis.call('HDEL', key, 'lastError')
-else
-	redis.call('HSET', key, 'lastError', ARGV[9])
-end
-redis.call('PEXPIREAT', key, ARGV[7])
-return 1`
-
-func (b *redisBackend) settle(skey string, old idem.Record, to idem.Status, lease string, expires time.Time) error {
-	keys := []string{b.s.Key(skey)}
-	args := []any{old.Lease, string(old.Status), strconv.Itoa(old.Attempts), old.UpdatedAt.UnixMilli(),
-		string(to), time.Now().UnixMilli(), expires.UnixMilli(), lease, notDoneReason}
-	c := redismodel.Call{SHA: sha1Hex(settleLua), Script: settleLua, Keys: keys, Args: args}
-	b.srv.SetOOM(false)
-	reply := b.srv.Eval(context.Background(), settleLua, keys, args...)
-	c.Reply, c.Err = reply.Result()
-	b.w.note(WireCall{Existed: true, Redis: &c})
-	if c.Err != nil {
-		return c.Err
-	}
-	if n, _ := c.Reply.(int64); n != 1 {
-		return errors.New("the record changed")
-	}
-	return nil
 }

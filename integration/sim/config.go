@@ -85,6 +85,10 @@ type Config struct {
 	// tell (an error, a panic) or is slow past its context.
 	Remote, Reconcile, Hold bool
 	PRemote, PReconcileErr  float64
+	// Lapse: a world of remote effects whose copies are aimed at the end
+	// of the key's retention (lapse, remote.go): an unknown outcome taken
+	// past its expiry counts as absent.
+	Lapse bool
 }
 
 // Message is one message sent to the queue.
@@ -207,6 +211,7 @@ func (c Config) String() string {
 		{c.PCancel > 0, fmt.Sprintf("cancel %.3f", c.PCancel)}, {c.PHookPanic > 0, fmt.Sprintf("hook panics %.2f", c.PHookPanic)},
 		{c.PTracerPanic > 0, fmt.Sprintf("tracer panics %.2f", c.PTracerPanic)}, {c.CheckReplicas, fmt.Sprintf("%d replicas", c.Replicas)},
 		{c.Remote, fmt.Sprintf("remote effect (faults %.2f), %s", c.PRemote, c.policy())},
+		{c.Lapse, "copies aimed at the end of the retention"},
 	} {
 		if k.on {
 			s += ", " + k.what

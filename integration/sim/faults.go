@@ -8,17 +8,19 @@ import (
 type fault int
 
 const (
-	faultNone       fault = iota
-	faultRefuse           // refused before applying: a 500, a connection refused
-	faultThrottle         // throttled, not applied
-	faultLost             // applied, the reply lost: the client sees a network error
-	faultSlow             // slow past the caller's deadline; applied later, or never
-	faultEffect           // the effect fails (returns an error)
-	faultPanic            // the effect panics
-	faultPanicAfter       // the remote effect panics after its call applied
+	faultNone        fault = iota
+	faultRefuse            // refused before applying: a 500, a connection refused
+	faultThrottle          // throttled, not applied
+	faultLost              // applied, the reply lost: the client sees a network error
+	faultSlow              // slow past the caller's deadline; applied later, or never
+	faultEffect            // the effect fails (returns an error)
+	faultPanic             // the effect panics
+	faultPanicAfter        // the remote effect panics after its call applied
+	faultNotSent           // the remote call never leaves: a refused dial, a name that does not resolve
+	faultOwnDeadline       // the remote call's own deadline, given a cause, passes: applied, or never
 )
 
-var faultNames = [...]string{"", "refused", "throttled", "reply lost", "slow", "effect error", "effect panic", "panic after applying"}
+var faultNames = [...]string{"", "refused", "throttled", "reply lost", "slow", "effect error", "effect panic", "panic after applying", "never sent", "own deadline"}
 
 func (f fault) String() string { return faultNames[f] }
 
@@ -78,14 +80,7 @@ func (w *world) decide(pt *point) verdict {
 			v = w.decideRemote(v)
 		}
 	case kindReconcile:
-		switch x := w.rng.Float64(); {
-		case x < c.PReconcileErr*0.6:
-			v.fault = faultRefuse // it cannot tell: an error
-		case x < c.PReconcileErr*0.9:
-			v.fault = faultSlow // past its context
-		case x < c.PReconcileErr:
-			v.fault = faultPanic
-		}
+		v = w.decideReconcile(v)
 	}
 	return v
 }

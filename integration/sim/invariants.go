@@ -61,6 +61,10 @@ func (o *oracle) checkInTheWay(actor string, a idem.Acquisition, rec idem.Record
 func (o *oracle) transition(actor, token, skey string, before, after idem.Record, existed, exists bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if isOperator(actor) {
+		o.operatorWrote(actor, skey, before, after, existed, exists)
+		return
+	}
 	if o.w.cfg.Remote {
 		o.remoteTransition(actor, token, skey, before, after, existed, exists)
 	}
@@ -79,6 +83,20 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 	case after.Lease != before.Lease || !existed:
 		// A new attempt took the record (an acquire, a commit), whether
 		// or not its caller lives to hear of it.
+		if at := o.attempts[after.Lease]; at != nil && !at.told {
+			at.prev, at.renewed, at.prevSeen = before.Status, true, true
+			switch {
+			case !existed:
+				at.prev = ""
+			case before.ExpiresAt.IsZero() || !o.expired(before.ExpiresAt, after.UpdatedAt):
+				at.renewed = false
+			default:
+				at.prev = "" // expired: it counts as absent
+				if unknownOutcome(before.Status) {
+					o.stats.Lapsed++
+				}
+			}
+		}
 		o.took(o.attempts[after.Lease])
 		if existed && !o.takeable(before, after.UpdatedAt) {
 			o.violatef("%s: took %s's record (%s, lease until %s, expires %s) at %s, when it could not be taken",
@@ -313,6 +331,9 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 	if r.Outcome == idem.Held {
 		o.checkHeld(actor, m)
 	}
+	if o.w.cfg.Mode == "lease" {
+		o.checkRerun(actor, r)
+	}
 	if r.Outcome != idem.Duplicate {
 		return
 	}
@@ -343,6 +364,16 @@ func (o *oracle) recorded(p *process, actor string, msg events.SQSMessage, r sqs
 		return bytes.Equal(rc.value, r.Value) || (r.Value == nil && (rc.omitted || rc.value == nil))
 	}) {
 		o.violatef("%s: duplicate of %s replays %q, which no receipt holds", actor, m.Key, r.Value)
+	}
+	// Answered from a receipt an operator wrote, it says so; from an
+	// attempt's, it does not.
+	byOperator := slices.ContainsFunc(evidence, func(rc landedReceipt) bool { return rc.operator })
+	byAttempt := slices.ContainsFunc(evidence, func(rc landedReceipt) bool { return !rc.operator })
+	switch {
+	case r.Resolved && !byOperator:
+		o.violatef("%s: duplicate of %s says an operator wrote its receipt, but none did", actor, m.Key)
+	case !r.Resolved && !byAttempt:
+		o.violatef("%s: duplicate of %s, answered from the receipt an operator wrote, does not say so (Resolved)", actor, m.Key)
 	}
 }
 
@@ -398,7 +429,7 @@ func (o *oracle) final() {
 				switch last, ok := o.last[m.ID]; {
 				case last == idem.InProgress:
 					o.stats.DLQInProgress++
-				case ok && (last == idem.Executed || last == idem.Duplicate || last == idem.Unconfirmed):
+				case ok && (last == idem.Executed || last == idem.Rerun || last == idem.Duplicate || last == idem.Unconfirmed):
 					o.stats.DLQDone++
 				}
 			}

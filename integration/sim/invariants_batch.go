@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
@@ -80,14 +81,26 @@ func (o *oracle) units(b *batchRun) [][]int {
 func (o *oracle) checkUnit(b *batchRun, unit []int) {
 	fifo := o.w.cfg.FIFO
 	failedAt, prevEnd := -1, 0
+	lastHeld := "" // the item of the unit's last record that ran and was held
 	for _, i := range unit {
 		m, r := b.records[i], b.results[i]
-		skipped := errors.Is(r.Err, sqsbatch.ErrGroupFailed)
+		item := o.message(m.ReceiptHandle)
+		// A record not run after a failure is skipped, or, a copy of the
+		// key the unit held last, held as well (it reaches the DLQ with
+		// the same reason).
+		heldCopy := b.started[i] == 0 && r.Outcome == idem.Held
+		skipped := errors.Is(r.Err, sqsbatch.ErrGroupFailed) || heldCopy
 		switch {
 		case b.started[i] > 0 && b.started[i] < prevEnd:
 			o.violatef("%s: began before the record before it in its unit was done", m.ReceiptHandle)
 		case skipped && failedAt < 0:
-			o.violatef("%s: skipped (%v), but no earlier record of its unit failed", m.ReceiptHandle, r.Err)
+			o.violatef("%s: skipped (%s: %v), but no earlier record of its unit failed", m.ReceiptHandle, outcomeName(r), r.Err)
+		case heldCopy && (item.NoKey || item.Key != lastHeld):
+			o.violatef("%s: held without running, but the record its unit held last is not of its key (%s)", m.ReceiptHandle, item.Key)
+		case heldCopy && !errors.Is(r.Err, idem.ErrHeld):
+			o.violatef("%s: a copy of a held key reported held with %v, not idem.ErrHeld", m.ReceiptHandle, r.Err)
+		case skipped && !heldCopy && !item.NoKey && item.Key == lastHeld:
+			o.violatef("%s: a copy of a key held in its batch, skipped (%v): every copy of a held key is held, and reaches the DLQ with that reason", m.ReceiptHandle, r.Err)
 		case fifo && failedAt >= 0 && (!skipped || b.started[i] > 0 || !r.Failed):
 			f := b.results[failedAt]
 			o.violatef("%s: %s after %s of its message group failed (%s: %v): a group stops at a failure",
@@ -95,6 +108,9 @@ func (o *oracle) checkUnit(b *batchRun, unit []int) {
 		}
 		if r.Failed && failedAt < 0 {
 			failedAt = i
+		}
+		if b.started[i] > 0 && r.Outcome == idem.Held {
+			lastHeld = item.Key
 		}
 		prevEnd = max(prevEnd, b.ended[i])
 	}

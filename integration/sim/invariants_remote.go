@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
-// The invariants of remote effects (Config.Remote, remote.go):
+// The invariants of remote effects (Config.Remote, remote.go), and of the
+// unknown outcomes of every lease-mode world:
 //
 //   - double applications on the remote system: none after a reconcile
 //     that answered, under either policy; none at all under Hold; under
@@ -18,19 +20,34 @@ import (
 //     attempt before left an unknown outcome after the remote applied (an
 //     ambiguous error, a panic, or a lease that lapsed before its receipt:
 //     a crash, a freeze, store faults), each classified by that window;
-//     beyond the guarantee, under any policy, retention ended and clock
-//     skew past the margin, as in every lease-mode world (remoteCause);
+//     beyond the guarantee, under any policy, clock skew past the margin,
+//     and retention ended — only where an attempt between the two took the
+//     record as new, absent or expired at its now (remoteCause,
+//     renewedBetween);
+//   - what an acquire took over, as the store reports it (PrevStatus), is
+//     the record's status, or none for a record expired at the acquire's
+//     now: an UNKNOWN or lapsed IN_PROGRESS record past its retention is
+//     neither reconciled nor held, and run as new (checkPrev);
 //   - an effect never runs once its reconcile answered applied; after an
 //     unknown outcome it runs only once reconciled (when there is a
-//     reconcile) and, under Hold, only when told not applied (running);
+//     reconcile), under Hold only when told not applied, and never with
+//     its context ended — a reconcile that used the time up leaves the
+//     call Failed, the effect not run, the record UNKNOWN (running,
+//     checkRerun);
 //   - a reconcile is asked only after an unknown outcome: never for a new
-//     key, nor after a definite failure (reconciled);
-//   - a release is FAILED exactly when the effect failed definitely and the
-//     attempt took over no outcome that is still unknown (else UNKNOWN),
-//     and a definite failure leaves nothing applied; a record is parked HELD only
-//     under Hold, after an unknown outcome that could not be reconciled,
-//     without an expiry (remoteTransition); a record reported held is HELD
-//     (checkHeld);
+//     key, nor after a definite failure, nor for a record past its
+//     retention (reconciled);
+//   - a release is FAILED exactly when the effect failed definitely (a
+//     refusal, or a request that never left, marked Definite), returned
+//     before its context ended, and the attempt took over no outcome that
+//     is still unknown (else UNKNOWN), and a definite failure leaves
+//     nothing applied; a record is parked HELD only under Hold, after an
+//     unknown outcome that could not be reconciled, without an expiry
+//     (remoteTransition); a record reported held is HELD, and so is every
+//     later copy of its key in the batch (checkHeld, checkUnit);
+//   - a call reports Rerun exactly when it took over an unknown outcome
+//     no reconcile settled and ran the effect again under Retry, receipt
+//     written; never under Hold (checkRerun);
 //   - a receipt is written only for a key the remote system applied
 //     (landedReceipt);
 //   - after the run, the HELD records listed are exactly the ones parked,
@@ -64,10 +81,7 @@ func (o *oracle) remoteTransition(actor, token, skey string, before, after idem.
 		return
 	}
 	if after.Lease != before.Lease || !existed {
-		if at := o.attempts[after.Lease]; at != nil && at.acquiredSeq == 0 && existed {
-			at.prev = before.Status
-		}
-		return
+		return // a take: what it took over is noted by transition
 	}
 	at := o.attempts[token]
 	if at == nil || before.Status != idem.StatusInProgress || before.Lease != token || after.Lease != token {
@@ -81,6 +95,9 @@ func (o *oracle) remoteTransition(actor, token, skey string, before, after idem.
 		if at.ended != endedDefinite {
 			o.violatef("%s: released %s FAILED after its effect ended %q, not a definite failure: the next attempt runs it without reconciling", actor, short(skey), at.ended)
 		}
+		if at.endedLate {
+			o.violatef("%s: released %s FAILED after an error its effect returned once its context had ended: it may be the deadline's, whatever it is marked", actor, short(skey))
+		}
 		if still {
 			o.violatef("%s: released %s FAILED after a definite failure, though the outcome it took over (%s) is still unknown: the next attempt runs without reconciling", actor, short(skey), statusText(at.prev))
 		}
@@ -88,7 +105,7 @@ func (o *oracle) remoteTransition(actor, token, skey string, before, after idem.
 			o.violatef("%s: released %s FAILED, a definite failure, but its effect had applied on the remote system", actor, short(skey))
 		}
 	case idem.StatusUnknown:
-		if at.ended == endedDefinite && !still {
+		if at.ended == endedDefinite && !still && !at.endedLate {
 			o.violatef("%s: released %s UNKNOWN after a definite failure: the next attempt reconciles (or holds) what never took place", actor, short(skey))
 		}
 	case idem.StatusHeld:
@@ -108,8 +125,8 @@ func (o *oracle) remoteTransition(actor, token, skey string, before, after idem.
 }
 
 // running is told that the remote effect of actor's attempt is about to
-// run.
-func (o *oracle) running(actor, token string) {
+// run, its context ended or not.
+func (o *oracle) running(actor, token string, ctxEnded bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	at := o.attempts[token]
@@ -117,6 +134,9 @@ func (o *oracle) running(actor, token string) {
 		return
 	}
 	c := o.w.cfg
+	if ctxEnded && unknownOutcome(at.prev) {
+		o.violatef("%s: took over an unknown outcome (%s), reconcile %q, and starts the effect with its context ended: it must not run (Failed, the record UNKNOWN)", actor, at.prev, at.reconciled)
+	}
 	switch {
 	case at.reconciled == answerApplied:
 		o.violatef("%s: runs the effect although its reconcile answered applied", actor)
@@ -129,24 +149,25 @@ func (o *oracle) running(actor, token string) {
 }
 
 // effectEnded notes how the remote effect of the attempt holding token
-// ended.
-func (o *oracle) effectEnded(token, how string) {
+// ended, and whether its context had ended by then.
+func (o *oracle) effectEnded(token, how string, late bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if at := o.attempts[token]; at != nil {
-		at.ended = how
+		at.ended, at.endedLate = how, late
 	}
 }
 
-// reconciled is told what actor's reconcile answered.
-func (o *oracle) reconciled(actor, token string, applied bool, result []byte, err error) {
+// reconciled is told what actor's reconcile answered, and whether its
+// context had ended by then.
+func (o *oracle) reconciled(actor, token string, applied bool, result []byte, err error, late bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	at := o.attempts[token]
 	if at == nil {
 		return
 	}
-	at.reconciledAt = time.Now()
+	at.reconciledAt, at.reconcileLate = time.Now(), late
 	switch {
 	case err != nil:
 		at.reconciled = answerCannotTell
@@ -168,7 +189,7 @@ func (o *oracle) remoteCause(a, b *attempt) string {
 	c := o.cause(a, b)
 	bad := ""
 	switch {
-	case strings.HasSuffix(c, "(retention)"):
+	case strings.HasSuffix(c, "(retention)") && o.renewedBetween(a, b):
 		return c
 	case b.reconciled == answerApplied:
 		bad = "ran it again although its reconcile answered applied"
@@ -230,9 +251,79 @@ func (o *oracle) forgotten(a, b *attempt) *attempt {
 	return nil
 }
 
+// checkPrev: an acquire that took the record reports what it took over
+// (PrevStatus) as the record was: its status, or none when there was none
+// or it had expired by the acquire's now (it counts as absent: neither
+// reconciled nor held). o.mu is held.
+func (o *oracle) checkPrev(actor string, a idem.Acquisition, rec idem.Record) {
+	at := o.attempts[a.Lease]
+	if at == nil || !at.prevSeen {
+		return
+	}
+	at.told = true
+	if rec.PrevStatus == at.prev {
+		return
+	}
+	why := ""
+	if at.renewed {
+		why = ", expired at the acquire's now or absent: it counts as absent"
+	}
+	o.violatef("%s: its acquire of %s reports it took over %s, but it took over %s%s", actor, short(a.Key), statusText(rec.PrevStatus), statusText(at.prev), why)
+}
+
+// checkRerun: a call reports Rerun exactly when it took over an unknown
+// outcome that no reconcile settled (there was none, or it could not tell)
+// and ran the effect again under Retry with its receipt written; never
+// under Hold. An Executed in its place is a window entered that nobody
+// counts. o.mu is held.
+func (o *oracle) checkRerun(actor string, r sqsbatch.RecordResult) {
+	at := o.attempts[o.current[actor]]
+	if at == nil || at.actor != actor {
+		if r.Outcome == idem.Rerun {
+			o.violatef("%s: reported rerun without an attempt of its own", actor)
+		}
+		return
+	}
+	unsettled := unknownOutcome(at.prev) && (at.reconciled == "" || at.reconciled == answerCannotTell)
+	switch {
+	case r.Outcome == idem.Rerun && o.w.cfg.Hold:
+		o.violatef("%s: reported rerun under Hold", actor)
+	case r.Outcome == idem.Rerun && !unsettled:
+		o.violatef("%s: reported rerun, though it took over %s (reconcile %q): no unknown outcome was run again", actor, statusText(at.prev), at.reconciled)
+	case r.Outcome == idem.Executed && unsettled:
+		o.violatef("%s: took over an unknown outcome (%s) that no reconcile settled (%q), ran the effect again and reports executed: a rerun nobody counts", actor, at.prev, at.reconciled)
+	case r.Outcome != idem.Failed && at.reconcileLate && (at.reconciled == answerNotApplied || (at.reconciled == answerCannotTell && !o.w.cfg.Hold)):
+		o.violatef("%s: its reconcile answered %q once the effect's context had ended, and it reports %s: want failed, the effect not run", actor, at.reconciled, r.Outcome)
+	case unsettled && !at.effectAt.IsZero() && (r.Outcome == idem.Unconfirmed || r.Outcome == idem.LeaseLost):
+		// Rerun replaces Executed only: the window was entered, and no
+		// outcome says so (counted, for the report).
+		o.stats.Uncounted++
+	}
+}
+
+// renewedBetween reports whether, after the first of a and b took the
+// record, an attempt up to the second took it as new (none there, or
+// expired at its now): a new retention period began, and the first's
+// application no longer counts. o.mu is held.
+func (o *oracle) renewedBetween(a, b *attempt) bool {
+	from, to := min(a.acquiredSeq, b.acquiredSeq), max(a.acquiredSeq, b.acquiredSeq)
+	for _, x := range o.taken[a.skey] {
+		if x.acquiredSeq > from && x.acquiredSeq <= to && x.renewed {
+			return true
+		}
+	}
+	return false
+}
+
 // checkHeld: a record reported held is HELD. o.mu is held.
+// An operator may have settled the record since the call began (its
+// process frozen before it reported).
 func (o *oracle) checkHeld(actor string, m Message) {
-	if rec, ok := o.w.store.record(o.skeyOf[m.Key]); !ok || rec.Status != idem.StatusHeld {
+	skey := o.skeyOf[m.Key]
+	if rs := o.resolutions[skey]; len(rs) > 0 && rs[len(rs)-1].landed.After(o.started[actor]) {
+		return
+	}
+	if rec, ok := o.w.store.record(skey); !ok || rec.Status != idem.StatusHeld {
 		o.violatef("%s: reported held, but its record is %s", actor, statusText(rec.Status))
 	}
 }
@@ -268,19 +359,6 @@ func (o *oracle) holder(lease string) *attempt {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.attempts[lease]
-}
-
-// settled notes what the operator wrote for skey, parked by at: a receipt
-// under lease (done), or a release.
-func (o *oracle) settled(skey string, at *attempt, done bool, lease string, expires time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !done {
-		o.stats.SettledNotDone++
-		return
-	}
-	o.stats.SettledDone++
-	o.landed[skey] = append(o.landed[skey], landedReceipt{token: lease, variant: at.variant, expiresAt: expires, at: time.Now()})
 }
 
 // applications is how often the effect of item took place.

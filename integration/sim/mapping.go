@@ -56,7 +56,11 @@ func (w *world) poll() {
 				w.invoke(slots[slot], inv, batch)
 				continue
 			}
-			_, next = w.queue.tick(time.Now())
+			// The receive may have moved the last messages to the DLQ:
+			// then the queue is done now, not at the horizon.
+			if resolved, next = w.queue.tick(time.Now()); resolved && running == 0 {
+				continue
+			}
 		}
 		w.wait(next)
 	}
@@ -75,6 +79,9 @@ func (w *world) horizon() time.Duration {
 	}
 	if w.cfg.FIFO {
 		round *= time.Duration(w.queue.largestGroup()) // a group's messages take their turns
+	}
+	if w.cfg.Hold {
+		round *= 2 // the operator redrives a held key's dead letters once
 	}
 	return last + round
 }

@@ -64,11 +64,20 @@ var timeShift = (time.Now().UnixMilli()-epoch2000)/86400000*86400000 + 86400000
 
 func isSimTime(n int64) bool { return n >= epoch2000 && n < epoch2000+2*86400000 }
 
+// shifted is a request's arguments with their times moved: numbers, and
+// strings of digits (resolveLua's old updatedAt, as read).
 func shifted(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
-		if n, ok := a.(int64); ok && isSimTime(n) {
-			a = n + timeShift
+		switch v := a.(type) {
+		case int64:
+			if isSimTime(v) {
+				a = v + timeShift
+			}
+		case string:
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && isSimTime(n) {
+				a = strconv.FormatInt(n+timeShift, 10)
+			}
 		}
 		out[i] = a
 	}

@@ -44,6 +44,12 @@ type oracle struct {
 	// reconciledBy: item → attempts whose reconcile answered applied.
 	held         map[string]string
 	reconciledBy map[string][]*attempt
+	// The operator's (invariants_operator.go): tried: storage keys it
+	// tried to resolve during the run; reading: what each operator read
+	// before its Resolve; resolutions: the writes that landed.
+	tried       map[string]bool
+	reading     map[string]reading
+	resolutions map[string][]resolution
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -65,11 +71,24 @@ type attempt struct {
 	releasedAt              time.Time // when its release landed
 	releasedSeq             int       // the takes of records so far, then
 
+	// What it took over (lease mode): the status of the record, as the
+	// store must report it (PrevStatus: "" for none, or one expired at
+	// the acquire's now, which counts as absent); renewed: there was none,
+	// or it had expired (a new retention period starts). An acquire sent
+	// again may take the record again (its first request landed, another
+	// attempt took the record since): the last take before the Guard's
+	// answer is what the Guard hears of (told).
+	prev     idem.Status
+	renewed  bool
+	prevSeen bool // prev and renewed are known (its acquire landed)
+	told     bool // the Guard has its acquire's answer
+
 	// Remote effects (invariants_remote.go).
-	prev         idem.Status // the status of the record it took over ("" none)
-	reconciled   string      // its reconcile's answer ("" not asked)
-	reconciledAt time.Time
-	ended        string // how its remote effect ended ("" not run)
+	reconciled    string // its reconcile's answer ("" not asked)
+	reconciledAt  time.Time
+	reconcileLate bool   // its reconcile answered once its context had ended
+	ended         string // how its remote effect ended ("" not run)
+	endedLate     bool   // and it returned once its context had ended
 }
 
 type landedReceipt struct {
@@ -79,6 +98,7 @@ type landedReceipt struct {
 	variant   int
 	expiresAt time.Time // as the store keeps it
 	at        time.Time // when it landed
+	operator  bool      // an operator's (resolved done): no result, Resolved
 }
 
 func newOracle(w *world) *oracle {
@@ -90,6 +110,7 @@ func newOracle(w *world) *oracle {
 		faulted: map[string]int{},
 		last:    map[string]idem.Outcome{}, cancelled: map[string]bool{},
 		held: map[string]string{}, reconciledBy: map[string][]*attempt{},
+		tried: map[string]bool{}, reading: map[string]reading{}, resolutions: map[string][]resolution{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -153,11 +174,13 @@ func (o *oracle) acquired(ctx context.Context, actor string, a idem.Acquisition,
 	case ok:
 		o.w.logf(actor, "acquire %s: taken, lease %s until +%s, attempt %d", short(a.Key), o.lease(a.Lease), a.LeaseUntil.Sub(a.Now), rec.Attempts)
 		o.took(o.attempts[a.Lease])
+		o.checkPrev(actor, a, rec)
 	default:
 		o.w.logf(actor, "acquire %s: in the way: %s lease %s until %s", short(a.Key), rec.Status, o.lease(rec.Lease), o.w.at(rec.LeaseUntil))
 		if rec.Lease == a.Lease {
 			o.own[actor] = true
 			o.took(o.attempts[a.Lease])
+			o.checkPrev(actor, a, rec)
 		} else if h := o.attempts[rec.Lease]; h != nil && rec.Status == idem.StatusInProgress && invocation(h.actor) == invocation(actor) && !o.reported[h.actor] {
 			// A copy whose call is over may have left its lease behind
 			// (an acquire that landed and then failed): the copy after
@@ -187,7 +210,10 @@ func (o *oracle) completed(actor, skey, token string, err error) {
 		at.gaveUpAt = time.Now()
 	}
 	if errors.Is(err, idem.ErrLeaseLost) {
-		if rec, found := o.w.store.record(skey); (found && rec.Lease == token) || (at != nil && !at.landedAt.IsZero()) {
+		// Its receipt landed and the record is gone (expired, deleted by
+		// TTL) or was taken since it expired: lease lost is all a store
+		// can say.
+		if rec, found := o.w.store.record(skey); found && rec.Lease == token {
 			o.violatef("%s: its own receipt write (lease %s) reported lease lost", actor, o.lease(token))
 		}
 	}
@@ -203,6 +229,9 @@ func (o *oracle) released(actor, skey, token string, err error) {
 	at := o.attempts[token]
 	if at == nil || at.releasedAt.IsZero() || !errors.Is(err, idem.ErrLeaseLost) {
 		return
+	}
+	if _, ok := o.w.store.record(skey); !ok {
+		return // expired and deleted since it landed: nothing to tell it by
 	}
 	// A store can tell its own release sent again from the record: by
 	// what the acquire that took the record from it replaced (one takeover
@@ -330,13 +359,13 @@ func (o *oracle) delivered(n int) {
 }
 
 // observe is every Guard's observer: an error goes with every outcome but
-// Executed, Duplicate and Reconciled.
+// Executed, Duplicate, Reconciled and Rerun.
 func (o *oracle) observe(ctx context.Context, e idem.Event) {
 	actor := o.w.actorOf(ctx)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.started[actor] = time.Now().Add(-e.Duration)
-	if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate || e.Outcome == idem.Reconciled) {
+	if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate || e.Outcome == idem.Reconciled || e.Outcome == idem.Rerun) {
 		o.violatef("observer: outcome %s with error %v", e.Outcome, e.Err)
 	}
 }

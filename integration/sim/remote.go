@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
+	"net/url"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -17,20 +18,33 @@ import (
 // call to a remote system (an email, a payment). The system applies every
 // call that reaches it, under the idempotency key passed downstream (the
 // lease's Key), and does not deduplicate: two applications of a key are a
-// double effect. A call may be refused (nothing applied: the effect returns
-// idem.Definite), applied with its reply lost (an ambiguous error), slow
-// past the effect's context (applied, or never: the context's error), or
-// the effect may panic after it applied; the process may crash or freeze
-// before or after it, as at any point. An ambiguous error is sometimes
-// marked Definite all the same, as a careless client does: a lost reply or
-// a timeout is never definite, and the Guard must see through the mark.
+// double effect. A call may be refused (a 4xx: nothing applied, the effect
+// returns idem.Definite); never leave (a refused dial, a name that does not
+// resolve: nothing applied, idem.NotSent); break after the connection was
+// made (closed, aborted, reset, its reply cut short: applied, or not); be
+// slow past the effect's context (applied, or never: an error once the
+// context ended, its cause included) or past the call's own deadline given
+// a cause (net/http's *url.Error around the cause alone); or the effect may
+// panic after it applied; the process may crash or freeze before or after
+// it, as at any point. Each failure of the transport comes in the shapes
+// clients give it (bare, *url.Error, the AWS SDK's; remote_errors.go), and
+// is sometimes marked Definite all the same, by a careless client, or by a
+// careful one where idem.NotSent says it never left: only a request that
+// never left is definite, and the Guard must see through every other mark,
+// and any mark on an error returned once the effect's context had ended.
 //
 // The reconcile (sqsbatch.WithReconcile) asks the system whether the key
 // was applied, and answers truthfully with the result the call returned —
-// or cannot tell (an error, a panic), or is slow past its context. A
-// remote application happens at once, inside the effect's context: one
-// that lands after the reconcile looked (a request delivered late) is not
-// modelled, no reconcile could see it.
+// or cannot tell (its own error, a failure of the transport of any kind,
+// sometimes marked Definite, a panic), or is slow past its context: it
+// fails then, or answers truthfully once its context has ended (the lease
+// used up: the effect must not start). A remote application happens at
+// once, inside the effect's context: one that lands after the reconcile
+// looked (a request delivered late) is not modelled, no reconcile could
+// see it.
+//
+// A quarter of these worlds aim copies at the end of a key's retention
+// (lapse): an unknown outcome taken past its expiry counts as absent.
 
 // remote is the remote system of a schedule.
 type remote struct {
@@ -83,6 +97,39 @@ func drawRemote(c *Config, r *rand.Rand) {
 	if c.Reconcile {
 		c.PReconcileErr = pick(r, 0.0, 0.3, 0.6) * r.Float64()
 	}
+	if !c.KeyByID && r.IntN(4) == 0 {
+		lapse(c, r)
+	}
+}
+
+// lapse makes c a world of copies aimed at the end of a key's retention: a
+// first delivery whose outcome is often unknown (the remote faults are
+// frequent), then copies sent around the moment its record expires — a
+// little before it (a process whose clock runs ahead sees it expired while
+// the server still keeps it), at it, or after it (kept until TTL deletes
+// it) — and before the first message comes back. A record taken past its
+// expiry counts as absent, whatever it says: the store reports nothing
+// taken over, the attempt neither reconciles nor holds, and a second
+// application is the retention's bound, no window.
+func lapse(c *Config, r *rand.Rand) {
+	c.Lapse, c.Visibility, c.Poison = true, false, ""
+	c.PRemote = 0.3 + 0.5*r.Float64()
+	c.Retention = time.Duration(2+r.IntN(3))*c.Timeout + time.Duration(r.IntN(1000))*time.Millisecond
+	c.Messages = []Message{{ID: "m0", Key: "k0"}}
+	for i := range 1 + r.IntN(3) {
+		d := time.Duration(r.Int64N(int64(4*c.Margin+2*time.Second))) - 2*c.Margin
+		c.Messages = append(c.Messages, Message{ID: fmt.Sprintf("m%d", i+1), Key: "k0", SentAt: c.Retention + d})
+	}
+	for i := range c.Messages {
+		if c.FIFO {
+			c.Messages[i].Group = fmt.Sprintf("g%d", r.IntN(2))
+		}
+	}
+	for i := range c.Skews {
+		if r.IntN(3) != 0 {
+			c.Skews[i] = time.Duration(r.Int64N(int64(2 * c.Margin)))
+		}
+	}
 }
 
 func (c Config) policy() string {
@@ -100,14 +147,40 @@ func (c Config) policy() string {
 func (w *world) decideRemote(v verdict) verdict {
 	p := w.cfg.PRemote
 	switch x := w.rng.Float64(); {
-	case x < p*0.3:
+	case x < p*0.2:
 		v.fault = faultRefuse
+	case x < p*0.45:
+		v.fault, v.never, v.marked = faultLost, w.rng.IntN(3) == 0, w.rng.IntN(3) == 0
 	case x < p*0.6:
-		v.fault, v.marked = faultLost, w.rng.IntN(3) == 0
-	case x < p*0.85:
+		v.fault, v.marked = faultNotSent, w.rng.IntN(2) == 0
+	case x < p*0.75:
+		v.fault, v.never, v.marked = faultOwnDeadline, w.rng.IntN(2) == 0, w.rng.IntN(2) == 0
+		// A few odd nanoseconds: never at the very instant the effect's
+		// own context ends (which timer fires first is Go's choice).
+		v.delay = pick(w.rng, 50*time.Millisecond, 200*time.Millisecond, w.cfg.Margin/2, w.cfg.Timeout/4) + 3
+	case x < p*0.9:
 		v.fault, v.never, v.marked = faultSlow, w.rng.IntN(3) == 0, w.rng.IntN(3) == 0
 	case x < p:
 		v.fault = faultPanicAfter
+	}
+	if v.fault != faultNone {
+		v.careful, v.variant = w.rng.IntN(2) == 0, w.rng.IntN(1<<12)
+	}
+	return v
+}
+
+// decideReconcile draws the fault of a reconcile.
+func (w *world) decideReconcile(v verdict) verdict {
+	p := w.cfg.PReconcileErr
+	switch x := w.rng.Float64(); {
+	case x < p*0.5:
+		v.fault, v.marked, v.variant = faultRefuse, w.rng.IntN(3) == 0, w.rng.IntN(1<<12) // it cannot tell: an error
+	case x < p*0.7:
+		v.fault, v.never, v.variant = faultSlow, true, w.rng.IntN(1<<12) // past its context: its error
+	case x < p*0.9:
+		v.fault = faultSlow // it answers, truthfully, once its context has ended
+	case x < p:
+		v.fault = faultPanic
 	}
 	return v
 }
@@ -116,12 +189,28 @@ func (w *world) decideRemote(v verdict) verdict {
 func (p *process) remoteEffect(ctx context.Context) ([]byte, error) {
 	actor, o := p.w.actorOf(ctx), p.w.check
 	lease, _ := idem.LeaseFromContext(ctx)
-	o.running(actor, lease.Token)
+	o.running(actor, lease.Token, ctx.Err() != nil)
 	v, dead := p.at(actor, kindEffect)
 	ended := func(how string, value []byte, err error) ([]byte, error) {
-		o.effectEnded(lease.Token, how)
+		o.effectEnded(lease.Token, how, ctx.Err() != nil)
 		return value, err
 	}
+	// fails ends the call with a failure of the transport, marked Definite
+	// by a careless client or, where idem.NotSent says the request never
+	// left, by a careful one: definite only if marked, and if it never
+	// left indeed.
+	fails := func(err error, notSent bool) ([]byte, error) {
+		p.w.logf(actor, "the remote call fails: %v", err)
+		if !v.marked && !(v.careful && idem.NotSent(err)) {
+			return ended(endedAmbiguous, nil, err)
+		}
+		err = mark(err, v.variant)
+		if notSent {
+			return ended(endedDefinite, nil, err)
+		}
+		return ended(endedAmbiguous, nil, err)
+	}
+	broke := func() error { return brokenError(broken(v.variant%int(nBroken)), v.variant/int(nBroken)) }
 	switch {
 	case dead:
 		return nil, errDead
@@ -133,12 +222,20 @@ func (p *process) remoteEffect(ctx context.Context) ([]byte, error) {
 	case v.fault == faultEffect:
 		return ended(endedAmbiguous, nil, errEffect) // it never reached the system, for all the effect can tell
 	case v.fault == faultPanic:
-		o.effectEnded(lease.Token, endedPanic)
+		o.effectEnded(lease.Token, endedPanic, false)
 		panic("sim: the effect panics")
+	case v.fault == faultNotSent:
+		return fails(notSentError(v.variant), true)
+	case v.fault == faultLost && v.never:
+		p.w.logf(actor, "the connection breaks before the remote system takes the call")
+		return fails(broke(), false)
 	case v.fault == faultSlow && v.never:
 		p.w.logf(actor, "the remote call hangs, never applied")
 		<-ctx.Done()
-		return ended(endedAmbiguous, nil, marked(v, ctx.Err()))
+		return fails(endedError(ctx, v.variant), false)
+	case v.fault == faultOwnDeadline && v.never:
+		p.w.logf(actor, "the remote call hangs past its own deadline, never applied")
+		return fails(ownDeadline(ctx, v.delay), false)
 	}
 	if err := ctx.Err(); err != nil {
 		return ended(endedAmbiguous, nil, err)
@@ -150,25 +247,31 @@ func (p *process) remoteEffect(ctx context.Context) ([]byte, error) {
 	}
 	switch v.fault {
 	case faultLost:
-		p.w.logf(actor, "the remote call's reply is lost")
-		return ended(endedAmbiguous, nil, marked(v, fmt.Errorf("sim: the remote call: %w", io.ErrUnexpectedEOF)))
+		p.w.logf(actor, "the remote call's reply is lost (%s)", brokenNames[v.variant%int(nBroken)])
+		return fails(broke(), false)
 	case faultSlow:
 		p.w.logf(actor, "the remote call's reply is slow past the effect's context")
 		<-ctx.Done()
-		return ended(endedAmbiguous, nil, marked(v, ctx.Err()))
+		return fails(endedError(ctx, v.variant), false)
+	case faultOwnDeadline:
+		p.w.logf(actor, "the remote call's reply is slow past its own deadline (%s)", v.delay)
+		return fails(ownDeadline(ctx, v.delay), false)
 	case faultPanicAfter:
-		o.effectEnded(lease.Token, endedPanic)
+		o.effectEnded(lease.Token, endedPanic, false)
 		panic("sim: the effect panics after the remote call applied")
 	}
 	return ended(endedOK, value, nil)
 }
 
-// marked is err, marked Definite when v says the client marks it so.
-func marked(v verdict, err error) error {
-	if v.marked {
-		return idem.Definite(err)
-	}
-	return err
+// ownDeadline is a remote call whose reply does not come: it waits for its
+// own deadline, given a cause (context.WithTimeoutCause), and fails as
+// net/http fails it, with the cause alone in an *url.Error. When the
+// effect's context ends first, the cause is that context's.
+func ownDeadline(ctx context.Context, d time.Duration) error {
+	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallDeadline)
+	defer cancel()
+	<-cctx.Done()
+	return &url.Error{Op: "Post", URL: remoteURL, Err: context.Cause(cctx)}
 }
 
 // reconcile is the handler's reconcile: it asks the remote system about
@@ -178,23 +281,27 @@ func (p *process) reconcile(ctx context.Context, key string, _ events.SQSMessage
 	lease, _ := idem.LeaseFromContext(ctx)
 	v, dead := p.at(actor, kindReconcile)
 	answer := func(applied bool, result []byte, err error) (bool, []byte, error) {
-		p.w.check.reconciled(actor, lease.Token, applied, result, err)
+		p.w.check.reconciled(actor, lease.Token, applied, result, err, ctx.Err() != nil)
 		return applied, result, err
 	}
 	switch {
 	case dead:
 		return answer(false, nil, errDead)
 	case v.fault == faultRefuse:
-		return answer(false, nil, errCannotTell)
-	case v.fault == faultSlow:
+		return answer(false, nil, cannotTell(v))
+	case v.fault == faultSlow && v.never:
 		<-ctx.Done()
-		return answer(false, nil, ctx.Err())
+		return answer(false, nil, endedError(ctx, v.variant))
+	case v.fault == faultSlow:
+		p.w.logf(actor, "the reconcile answers once its context has ended")
+		<-ctx.Done()
 	case v.fault == faultPanic:
 		_, _, _ = answer(false, nil, errors.New("sim: the reconcile panics"))
 		panic("sim: the reconcile panics")
-	}
-	if err := ctx.Err(); err != nil {
-		return answer(false, nil, err)
+	default:
+		if err := ctx.Err(); err != nil {
+			return answer(false, nil, err)
+		}
 	}
 	applied, result := p.w.remote.lookup(key)
 	a, r, err := answer(applied, result, nil)
@@ -202,40 +309,58 @@ func (p *process) reconcile(ctx context.Context, key string, _ events.SQSMessage
 	return a, r, err
 }
 
+// cannotTell is a reconcile's error: the remote system's own, or a
+// failure of the transport of any class (a request that never left
+// included), sometimes marked Definite: whatever it is, the reconcile did
+// not tell.
+func cannotTell(v verdict) error {
+	var err error
+	switch n := v.variant / 4; v.variant % 4 {
+	case 0:
+		err = errCannotTell
+	case 1:
+		err = brokenError(broken(n%int(nBroken)), n/int(nBroken))
+	case 2:
+		err = notSentError(n)
+	default:
+		err = &url.Error{Op: "Get", URL: remoteURL, Err: errCallDeadline}
+	}
+	if v.marked {
+		err = mark(err, v.variant)
+	}
+	return err
+}
+
 // settle is the operator, after the run: the HELD records are listed (as
 // idemctl list does), each key looked up at the remote system and resolved
-// as idemctl resolve does — done: a receipt under a new lease; not done:
-// released FAILED — and then delivered once more, with nothing going wrong:
-// a done key is a duplicate, a not-done one runs exactly once (a poison
-// key is refused again).
+// through the store's Resolve, as idemctl resolve does — done: the
+// operator's receipt; not done: released FAILED — and then delivered once
+// more, with nothing going wrong: a done key is a duplicate, a not-done
+// one runs exactly once (a poison key is refused again). So is each key
+// the operator resolved during the run whose dead letters it could not
+// redrive (operator.go), its record as the operator left it.
 func (w *world) settle() {
 	w.calm.Store(true)
 	held := w.store.held()
 	w.check.listed(held)
 	var p *process
-	for i, skey := range held {
-		rec, _ := w.store.record(skey)
-		at := w.check.holder(rec.Lease)
-		if at == nil {
-			w.check.violation("HELD record %s under lease %s, which no attempt held", short(skey), w.check.lease(rec.Lease))
-			continue
-		}
-		done, _ := w.remote.lookup(at.key)
-		to, lease := idem.StatusFailed, rec.Lease
-		if done {
-			to, lease = idem.StatusCompleted, fmt.Sprintf("idemctl-%d", i)
-		}
-		expires := w.start.Add(w.since() + w.cfg.Retention)
-		w.logf("operator", "resolves %s (%s): %s", short(skey), at.key, to)
-		if err := w.store.settle(skey, rec, to, lease, expires); err != nil {
-			w.check.violation("operator: resolving %s (%s) failed: %v", short(skey), at.key, err)
-			continue
-		}
-		w.check.settled(skey, at, done, lease, expires)
+	deliver := func(at *attempt, done bool) {
 		if p == nil {
 			p = w.newProcess(0, 0)
 		}
 		w.redeliver(p, at, done)
+	}
+	for _, skey := range held {
+		at, done, ok := w.resolve(&process{w: w, name: "idemctl"}, operatorActor, skey, 0)
+		if !ok {
+			w.check.violation("operator: resolving %s failed, with nothing going wrong", short(skey))
+			continue
+		}
+		w.check.redriven(skey) // delivered once more, next
+		deliver(at, done)
+	}
+	for _, r := range w.check.unredriven() {
+		deliver(r.at, r.done)
 	}
 }
 
@@ -244,7 +369,7 @@ func (w *world) settle() {
 // exactly once.
 func (w *world) redeliver(p *process, at *attempt, done bool) {
 	m := w.check.message(at.actor)
-	actor := "operator/" + m.ID
+	actor := "redrive/" + m.ID
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 	defer cancel()
 	ctx = context.WithValue(context.WithValue(ctx, actorKey{}, actor), procKey{}, p)

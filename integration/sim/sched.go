@@ -46,8 +46,12 @@ type verdict struct {
 	freeze time.Duration // the process stops for this long first (a zombie when it outlives its lease)
 	delay  time.Duration // a slow request: how long it takes to apply
 	never  bool          // a slow request that never applies
-	marked bool          // a remote effect marks its ambiguous error Definite all the same (the Guard must see through it)
-	cancel bool          // the context of the process's invocation is cancelled first
+	marked bool          // a remote effect (or reconcile) marks its error Definite, whatever it is (the Guard must see through it but where the request never left)
+	// careful: a remote effect marks its error Definite where idem.NotSent
+	// says the request never left (the documented idiom).
+	careful bool
+	variant int  // which error of its class, in which wrapper (remote_errors.go)
+	cancel  bool // the context of the process's invocation is cancelled first
 }
 
 type scheduler struct {

@@ -123,7 +123,7 @@ func watch(running []atomic.Uint64) (stop func()) {
 // Totals sums schedules.
 type Totals struct {
 	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone, Cancelled, Panics int
-	Held, SettledDone, SettledNotDone                                                                           int
+	Held, SettledDone, SettledNotDone, SettledLive, Lapsed, Uncounted                                           int
 	Doubles                                                                                                     map[string]int
 	Outcomes                                                                                                    map[string]int
 }
@@ -132,7 +132,7 @@ func (t *Totals) add(r Result) {
 	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
 		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone,
 		Cancelled: r.Stats.Cancelled, Panics: r.Stats.Panics, Held: r.Stats.Held, SettledDone: r.Stats.SettledDone,
-		SettledNotDone: r.Stats.SettledNotDone, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+		SettledNotDone: r.Stats.SettledNotDone, SettledLive: r.Stats.SettledLive, Lapsed: r.Stats.Lapsed, Uncounted: r.Stats.Uncounted, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
 }
 
 func (t *Totals) merge(o Totals) {
@@ -150,6 +150,9 @@ func (t *Totals) merge(o Totals) {
 	t.Held += o.Held
 	t.SettledDone += o.SettledDone
 	t.SettledNotDone += o.SettledNotDone
+	t.SettledLive += o.SettledLive
+	t.Lapsed += o.Lapsed
+	t.Uncounted += o.Uncounted
 	if t.Doubles == nil {
 		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
 	}
@@ -163,8 +166,8 @@ func (t *Totals) merge(o Totals) {
 
 func (t Totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics, %d records held (resolved after the run: %d done, %d not done); outcomes",
-		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics, t.Held, t.SettledDone, t.SettledNotDone)
+	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics, %d records held (resolved: %d done, %d not done, %d of them during the run), %d unknown outcomes taken past their retention as new, %d reruns ended unconfirmed or lease lost (no rerun reported); outcomes",
+		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics, t.Held, t.SettledDone, t.SettledNotDone, t.SettledLive, t.Lapsed, t.Uncounted)
 	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
 		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
 	}

@@ -27,8 +27,9 @@ type queue struct {
 	w   *world
 	rng *rand.Rand // the poller's own: only the poller goroutine uses it
 
-	mu   sync.Mutex
-	msgs []*sqsMessage
+	mu    sync.Mutex
+	msgs  []*sqsMessage
+	alarm chan<- struct{} // told when a message reaches the DLQ (nil: nobody listens)
 }
 
 type sqsMessage struct {
@@ -111,6 +112,10 @@ func (q *queue) receive(now time.Time, n int, inv string) []events.SQSMessage {
 		if m.receives >= q.w.cfg.MaxReceives {
 			m.dlq = true
 			q.w.logf("queue", "%s (%s) to the DLQ after %d receives", m.ID, m.Key, m.receives)
+			select {
+			case q.alarm <- struct{}{}:
+			default:
+			}
 			continue
 		}
 		ids[m.msgID] = true

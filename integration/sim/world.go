@@ -28,6 +28,7 @@ type world struct {
 	mu       sync.Mutex
 	attempts map[string]*attempt // per actor: its Guard attempt in progress
 	running  int                 // invocations in flight
+	polled   bool                // the queue is done: nothing is redriven any more
 	idle     chan struct{}       // an invocation ended
 	ghosts   sync.WaitGroup      // late requests still in the network
 	nextInv  int
@@ -80,9 +81,17 @@ type Stats struct {
 	// Panics: panics of the record hook and the tracer.
 	Cancelled, Panics int
 	// Held: records parked HELD (Config.Hold); SettledDone,
-	// SettledNotDone: held keys the operator resolved after the run.
-	Held, SettledDone, SettledNotDone int
-	Outcomes                          map[string]int
+	// SettledNotDone: held keys an operator resolved, SettledLive of
+	// them during the run.
+	Held, SettledDone, SettledNotDone, SettledLive int
+	// Lapsed: UNKNOWN or lapsed IN_PROGRESS records taken past their
+	// expiry, as absent.
+	Lapsed int
+	// Uncounted: calls that took over an unknown outcome nobody settled,
+	// ran the effect again, and ended Unconfirmed or LeaseLost: the
+	// window entered, reported as no Rerun.
+	Uncounted int
+	Outcomes  map[string]int
 }
 
 func newWorld(cfg Config) *world {
@@ -107,7 +116,16 @@ func (w *world) run() Result {
 	go func() {
 		defer close(done)
 		go w.ttl(polled)
+		if w.cfg.Remote && w.cfg.Hold {
+			w.ghosts.Add(1)
+			alarm := make(chan struct{}, 1)
+			w.queue.alarm = alarm
+			go w.operate(alarm, polled)
+		}
 		w.poll()
+		w.mu.Lock()
+		w.polled = true
+		w.mu.Unlock()
 		close(polled)
 		w.ghosts.Wait() // late requests land (or not) before the end
 		if w.cfg.Remote {
@@ -156,8 +174,14 @@ func (w *world) ttl(done <-chan struct{}) {
 	w.ghosts.Add(1)
 	defer w.ghosts.Done()
 	r := rand.New(rand.NewPCG(w.cfg.Seed, 0x77))
+	every := w.cfg.Retention / 2
+	if w.cfg.Lapse {
+		// Its retention is short, its run long: TTL lags (DynamoDB's by
+		// hours), and every pass is a point.
+		every = max(every, w.queue.visibility()/2)
+	}
 	for {
-		t := time.NewTimer(time.Duration(r.Int64N(int64(w.cfg.Retention/2))) + time.Millisecond)
+		t := time.NewTimer(time.Duration(r.Int64N(int64(every))) + time.Millisecond)
 		select {
 		case <-done:
 			t.Stop()

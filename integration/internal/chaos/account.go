@@ -47,6 +47,14 @@ type Evidence struct {
 	// Held are the keys whose record was HELD when the queue had
 	// drained (idemctl list --status held).
 	Held map[string]bool
+	// Reruns are the records the consumers logged as Rerun (an unknown
+	// outcome run again), PartnerDown when the partner's outage began
+	// and ended (zero: none), and Lease the longest an attempt holds a key
+	// (the function timeout): a reconcile that could not tell during the
+	// outage may have been asked up to Lease before its rerun was logged.
+	Reruns      []Window
+	PartnerDown [2]time.Time
+	Lease       time.Duration
 }
 
 // Double is a key whose effect ran more than once, and why.
@@ -75,11 +83,15 @@ const (
 	ClassKillMid     = "SIGKILL mid-batch"
 	ClassTimeout     = "killed at the function timeout"
 	ClassCrash       = "process crash"
+	ClassRerun       = "Rerun (an unknown outcome run again, counted: the retry policy's window)"
 )
 
 var classRank = map[string]int{
 	ClassPartnerLost: 0, ClassPartnerSlow: 1, ClassUnconfirmed: 2, ClassLeaseLost: 3, ClassFreeze: 4, ClassKillAfter: 5,
 	ClassKillMid: 6, ClassEffectLate: 7, ClassKillBatch: 8, ClassTimeout: 9, ClassCrash: 10,
+	// Last: it says the window was entered and counted; the causes before
+	// it say what left the outcome unknown.
+	ClassRerun: 11,
 }
 
 // ShortClass is a cause class in a few words, for the side-by-side table.
@@ -107,6 +119,8 @@ func ShortClass(class string) string {
 		return "function timeout"
 	case ClassCrash:
 		return "crash"
+	case ClassRerun:
+		return "rerun"
 	}
 	return class
 }
@@ -139,6 +153,15 @@ type Account struct {
 	HeldNotDead []string
 	HeldDirect  []string
 	HeldDead    int
+	// Reruns counts the records logged Rerun; RerunsBarred are the keys
+	// of those the policy does not allow (hold, transactional: none;
+	// reconcile: only while the partner could not answer a lookup, its
+	// outage), and Uncounted the doubled keys of the retry policy with no
+	// rerun counted though no invocation of theirs was killed, frozen or
+	// timed out (which could have taken the rerun's log line with it).
+	Reruns       int
+	RerunsBarred []string
+	Uncounted    []string
 }
 
 // ReasonCount is one DLQ reason and the messages that carry it.
@@ -253,6 +276,11 @@ func Settle(ev Evidence) Account {
 		a.Windows[w.Outcome]++
 	}
 	a.Latency = PercentilesOf(latencies)
+	a.Reruns = len(ev.Reruns)
+	a.RerunsBarred = rerunsBarred(ev, a.Policy)
+	if a.Policy == PolicyRetry {
+		a.Uncounted = uncounted(ev, a.Doubled, killed, a.Unexplained)
+	}
 	a.Held = slices.Sorted(maps.Keys(ev.Held))
 	direct := directKeys(ev)
 	for _, k := range a.Held {
@@ -378,6 +406,10 @@ func attribute(ev Evidence) map[string][]Cause {
 			out[in.Key] = append(out[in.Key], Cause{ClassPartnerSlow, "partner applied the call at " + at + " and answered after the caller's deadline"})
 		}
 	}
+	for _, w := range ev.Reruns {
+		id := ev.KeyOf[w.RecordKey]
+		out[id] = append(out[id], Cause{ClassRerun, fmt.Sprintf("Rerun at %s: its unknown outcome run again", w.At.Format("15:04:05.000"))})
+	}
 	for _, w := range ev.Windows {
 		id := ev.KeyOf[w.RecordKey]
 		switch w.Outcome {
@@ -397,6 +429,45 @@ func attribute(ev Evidence) map[string][]Cause {
 	for id, cs := range out {
 		slices.SortStableFunc(cs, func(a, b Cause) int { return classRank[a.Class] - classRank[b.Class] })
 		out[id] = cs
+	}
+	return out
+}
+
+// rerunsBarred are the keys of the reruns policy does not allow: under
+// hold (never a rerun) and in transactional mode (no unknown outcome),
+// every one; under reconcile, those logged while the partner answered
+// lookups — unless the outage began within ev.Lease before (the reconcile
+// of that attempt was asked then, and could not tell). Sorted, once each.
+func rerunsBarred(ev Evidence, policy string) []string {
+	if policy == PolicyRetry {
+		return nil
+	}
+	from, to := ev.PartnerDown[0], ev.PartnerDown[1]
+	barred := map[string]bool{}
+	for _, w := range ev.Reruns {
+		asked := w.At.Add(-ev.Lease)
+		if policy == PolicyReconcile && !from.IsZero() && !w.At.Before(from) && (to.IsZero() || !asked.After(to)) {
+			continue // its reconcile met the outage
+		}
+		barred[cmp.Or(ev.KeyOf[w.RecordKey], w.RecordKey)] = true
+	}
+	return slices.Sorted(maps.Keys(barred))
+}
+
+// uncounted are the doubled keys with no rerun counted, none of whose
+// invocations was killed, frozen or timed out: the retry policy promises
+// a key applied twice only where a rerun was counted for it (its log
+// line, the metric Rerun). The unexplained ones are a problem already.
+func uncounted(ev Evidence, doubled []Double, killed map[string]string, unexplained []string) []string {
+	counted := map[string]bool{}
+	for _, w := range ev.Reruns {
+		counted[ev.KeyOf[w.RecordKey]] = true
+	}
+	var out []string
+	for _, d := range doubled {
+		if !counted[d.Key] && killed[d.Key] == "" && !slices.Contains(unexplained, d.Key) {
+			out = append(out, d.Key)
+		}
 	}
 	return out
 }
@@ -463,8 +534,12 @@ func PercentilesOf(ds []time.Duration) Percentiles {
 // held. The invariant depends on the mode and the policy: transactional
 // mode and the reconcile and hold policies allow no double effect; the
 // retry policy allows those an unknown-outcome window explains (a kill, a
-// freeze, a lost or late reply, a missing receipt), never an unexplained
-// one. Only the hold policy may hold a key; there, every held key must
+// freeze, a lost or late reply, a missing receipt, a rerun), never an
+// unexplained one, and a key applied twice has a rerun counted (unless
+// the kill that may have taken its log line explains it). A rerun is the
+// retry policy's: never under hold nor in transactional mode, and under
+// reconcile only where the reconcile could not tell (the partner's
+// outage). Only the hold policy may hold a key; there, every held key must
 // have its messages in the DLQ.
 func (a Account) Problems() []string {
 	var p []string
@@ -487,6 +562,20 @@ func (a Account) Problems() []string {
 		p = append(p, fmt.Sprintf("%s policy: %d double effects, want none: %s", a.Policy, a.DoubleEffects, head(firstCauses(a.Doubled))))
 	case len(a.Unexplained) > 0:
 		p = append(p, fmt.Sprintf("%d double effects no kill, freeze, lost or late reply or missing receipt explains: %s", len(a.Unexplained), head(a.Unexplained)))
+	}
+	switch {
+	case len(a.RerunsBarred) == 0:
+	case !a.LeaseMode:
+		p = append(p, fmt.Sprintf("transactional mode: %d keys rerun (no unknown outcome can be): %s", len(a.RerunsBarred), head(a.RerunsBarred)))
+	case a.Policy == PolicyHold:
+		p = append(p, fmt.Sprintf("at-most-once (hold): %d keys rerun, want none: %s", len(a.RerunsBarred), head(a.RerunsBarred)))
+	default:
+		p = append(p, fmt.Sprintf("%s policy: %d keys rerun while the partner answered every lookup (only a reconcile that could not tell may rerun): %s",
+			a.Policy, len(a.RerunsBarred), head(a.RerunsBarred)))
+	}
+	if len(a.Uncounted) > 0 {
+		p = append(p, fmt.Sprintf("at-least-once (retry): %d keys applied more than once without a rerun counted, none of their invocations killed: %s",
+			len(a.Uncounted), head(a.Uncounted)))
 	}
 	if a.Policy != PolicyHold {
 		if len(a.Held) > 0 {

@@ -19,7 +19,7 @@ func evidence(applied map[string]int, dead ...system.DeadLetter) Evidence {
 		at[k] = time.Unix(100, 0)
 	}
 	return Evidence{Plan: plan, Applied: applied, AppliedAt: at, DeadLetters: dead, MalformedIDs: []string{"m-1"},
-		KeyOf: map[string]string{"consumer#h3": "o-3"}, LeaseMode: true}
+		KeyOf: map[string]string{"consumer#h1": "o-1", "consumer#h2": "o-2", "consumer#h3": "o-3", "consumer#h4": "o-4"}, LeaseMode: true}
 }
 
 var poisonDead = system.DeadLetter{MessageID: "msg-p", Key: "p-1", Reason: "consumer: injected fault: poison key fails every time"}
@@ -60,6 +60,8 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 		{At: at, Kind: EventTimeout, Pool: "consumer", Batch: []string{"o-2"}},
 	}
 	ev.Windows = []Window{{At: at, Outcome: "unconfirmed", RecordKey: "consumer#h3", Error: "idem: effect ran, receipt not written"}}
+	// The attempt that took the lapsed lease over ran it again: a rerun.
+	ev.Reruns = []Window{{At: at.Add(time.Second), Outcome: Rerun, RecordKey: "consumer#h3"}}
 	ev.Policy = PolicyRetry
 	a := Settle(ev)
 	if a.DoubleEffects != 5 || len(a.Doubled) != 4 {
@@ -83,7 +85,7 @@ func TestSettleDoubleEffectCauses(t *testing.T) {
 	if p := a.Problems(); len(p) != 1 || !strings.Contains(p[0], "o-4") {
 		t.Fatalf("lease mode problems %v: want only the unexplained o-4", p)
 	}
-	ev.LeaseMode, ev.Policy = false, ""
+	ev.LeaseMode, ev.Policy, ev.Reruns = false, "", nil
 	if p := Settle(ev).Problems(); len(p) != 1 || !strings.Contains(p[0], "transactional mode: 5 double effects") {
 		t.Fatalf("transactional problems %v: want every double effect", p)
 	}

@@ -65,7 +65,17 @@
 // batch may have been between its effect and its receipt), or a consumer
 // logged it Unconfirmed, LeaseLost, or failed with its effect's own write
 // cut off at the effect's deadline (EffectTimeout), or the partner applied
-// a call of the key and lost its reply or answered it too late. Anything
-// else is unexplained and fails the run; in transactional mode, and under
-// the reconcile and hold policies, every double effect does.
+// a call of the key and lost its reply or answered it too late, or a
+// consumer logged it Rerun (an unknown outcome run again: the retry
+// policy's window, counted). Anything else is unexplained and fails the
+// run; in transactional mode, and under the reconcile and hold policies,
+// every double effect does.
+//
+// # Reruns
+//
+// Under retry, a key applied twice must have a rerun counted, unless an
+// invocation of its batches was killed, frozen or timed out (the line may
+// have died with it). A rerun fails a hold run and a transactional one;
+// under reconcile it is allowed only where the partner's outage could have
+// left the lookup unanswered (up to a lease before the line).
 package chaos

@@ -11,10 +11,12 @@ import (
 
 // LambdaLog reads the Lambdas' output as the harness writes it (prefixed
 // lines) and keeps what the report needs: the consumers' record outcomes,
-// when each storage key was first executed, and each record whose effect
+// when each storage key was first executed, each record whose effect
 // may have run without a receipt it could keep, with the reason:
 // Unconfirmed, LeaseLost, and an effect that failed at its deadline (see
-// EffectTimeout). Everything is also copied to Out (the run's log file).
+// EffectTimeout), and each rerun (an unknown outcome nobody settled, run
+// again under the retry policy: idem.Rerun, logged at WARN with its
+// storage key). Everything is also copied to Out (the run's log file).
 // Only the few lines of interest are decoded.
 type LambdaLog struct {
 	Out io.Writer
@@ -22,8 +24,9 @@ type LambdaLog struct {
 	mu       sync.Mutex
 	buf      []byte
 	outcomes map[string]int
-	executed map[string]time.Time // storage key → first executed
+	executed map[string]time.Time // storage key → first executed (or rerun)
 	windows  []Window
+	reruns   []Window           // Outcome Rerun
 	failures map[string]Failure // message id → its last failure
 }
 
@@ -42,6 +45,12 @@ type Failure struct {
 // be written). A failed record is the effect's error (a store's is a
 // StoreError), so its deadline is the effect's.
 const EffectTimeout = "effect_timeout"
+
+// Rerun is the outcome of a record that took over an unknown outcome no
+// reconcile settled (none, or it could not tell) and ran the effect again
+// under the retry policy, its receipt written (idem.Rerun): the lease-mode
+// window, entered and counted.
+const Rerun = "rerun"
 
 // Window is a record whose effect ran, or may have, without its receipt.
 type Window struct {
@@ -107,6 +116,8 @@ func (l *LambdaLog) line(b []byte) {
 	case outcome == "executed":
 		l.firstExecuted(b)
 		return
+	case outcome == Rerun:
+		l.firstExecuted(b) // its receipt is the key's first, too
 	case outcome == "unconfirmed", outcome == "lease_lost":
 	case outcome == "failed" && (bytes.Contains(b, lateAnswer[0]) || bytes.Contains(b, lateAnswer[1])):
 		outcome = EffectTimeout
@@ -123,11 +134,16 @@ func (l *LambdaLog) line(b []byte) {
 	if k < 0 || json.Unmarshal(b[k:], &rec) != nil {
 		return
 	}
-	l.windows = append(l.windows, Window{At: rec.Time, Outcome: outcome, RecordKey: rec.RecordKey, MessageID: rec.MessageID, Error: rec.Error})
+	w := Window{At: rec.Time, Outcome: outcome, RecordKey: rec.RecordKey, MessageID: rec.MessageID, Error: rec.Error}
+	if outcome == Rerun {
+		l.reruns = append(l.reruns, w)
+		return
+	}
+	l.windows = append(l.windows, w)
 }
 
-// firstExecuted notes when the storage key of an "executed" line was
-// first executed, without decoding the line: there is one per key.
+// firstExecuted notes when the storage key of an "executed" (or "rerun")
+// line was first executed, without decoding the line.
 func (l *LambdaLog) firstExecuted(b []byte) {
 	key, at := field(b, recordKey), field(b, timeKey)
 	if key == "" {
@@ -184,6 +200,14 @@ func (l *LambdaLog) Failures() map[string]Failure {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.failures)
+}
+
+// Reruns returns the records whose effect ran again after an unknown
+// outcome (Rerun).
+func (l *LambdaLog) Reruns() []Window {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Window(nil), l.reruns...)
 }
 
 // Windows returns the records whose effect ran without their own receipt.

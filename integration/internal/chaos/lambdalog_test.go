@@ -20,6 +20,7 @@ func TestLambdaLog(t *testing.T) {
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"storage_key":"consumer#f","error":"consumer: injected fault: poison key fails every time"}`,
 		`[consumer#3 pid=6] {"time":"2026-01-01T10:00:04Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"store_error","attempts":0,"storage_key":"consumer#f","error":"idem: commit consumer#f: idem: store failed"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:02Z","level":"ERROR","msg":"record failed","message_id":"m6","outcome":"failed","attempts":1,"storage_key":"consumer#f","error":"logged late"}`,
+		`[consumer#4 pid=7] {"time":"2026-01-01T10:00:05Z","level":"WARN","msg":"record done: the effect ran again after an unknown outcome","message_id":"m7","outcome":"rerun","attempts":2,"storage_key":"consumer#g"}`,
 		`[consumer#2 pid=4] {"time":"2026-01-01T10:00:03Z","level":"INFO","msg":"batch done","records":6}`,
 		`12:00:00.000 [consumer harness] consumer#2 request r timed out after 2s`,
 		`[producer#0 pid=5] {"msg":"messages done","sent":10}`,
@@ -34,11 +35,14 @@ func TestLambdaLog(t *testing.T) {
 		t.Fatal("Out did not get the log as written")
 	}
 	o := l.Outcomes()
-	if o["executed"] != 2 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 3 || o["store_error"] != 1 || len(o) != 6 {
+	if o["executed"] != 2 || o["duplicate"] != 1 || o["unconfirmed"] != 1 || o["lease_lost"] != 1 || o["failed"] != 3 || o["store_error"] != 1 || o[Rerun] != 1 || len(o) != 7 {
 		t.Fatalf("outcomes %v", o)
 	}
-	if at := l.Executed()["consumer#a"]; !at.Equal(time.Date(2026, 1, 1, 10, 0, 0, 250e6, time.UTC)) || len(l.Executed()) != 1 {
-		t.Errorf("executed %v, want consumer#a first at 10:00:00.25", l.Executed())
+	if at := l.Executed()["consumer#a"]; !at.Equal(time.Date(2026, 1, 1, 10, 0, 0, 250e6, time.UTC)) || len(l.Executed()) != 2 {
+		t.Errorf("executed %v, want consumer#a first at 10:00:00.25, and consumer#g (its rerun)", l.Executed())
+	}
+	if r := l.Reruns(); len(r) != 1 || r[0].RecordKey != "consumer#g" || r[0].MessageID != "m7" || !r[0].At.Equal(time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)) {
+		t.Errorf("reruns %+v, want m7's", r)
 	}
 	f := l.Failures()
 	if len(f) != 3 || f["m6"].Outcome != "store_error" || f["m5"].Outcome != "failed" || f["m4"].Outcome != "lease_lost" {

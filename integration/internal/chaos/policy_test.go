@@ -42,8 +42,9 @@ func TestPolicyEnv(t *testing.T) {
 
 // doubled is a lease-mode run of five keys in which o-1 was applied twice
 // after the partner lost the reply of its first call, o-2 twice after the
-// partner answered past the deadline, and o-3 twice after a call the
-// partner refused (nothing applied: that explains nothing).
+// partner answered past the deadline (each run again by an attempt that
+// logged a rerun), and o-3 twice after a call the partner refused (nothing
+// applied: that explains nothing).
 func doubled(policy string) Evidence {
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	ev := evidence(map[string]int{"o-1": 2, "o-2": 2, "o-3": 2, "o-4": 1, "o-5": 1}, poisonDead, malformedDead)
@@ -53,6 +54,9 @@ func doubled(policy string) Evidence {
 		{At: at, Key: "o-2", Kind: partner.InjectSlow, Applied: true},
 		{At: at, Key: "o-3", Kind: partner.InjectRefused},
 		{At: at, Key: "o-3", Kind: partner.InjectDown},
+	}
+	if policy == PolicyRetry {
+		ev.Reruns = []Window{{At: at.Add(time.Second), Outcome: Rerun, RecordKey: "consumer#h1"}, {At: at.Add(time.Second), Outcome: Rerun, RecordKey: "consumer#h2"}}
 	}
 	return ev
 }
@@ -103,7 +107,7 @@ func TestProblemsByPolicy(t *testing.T) {
 	if p := Settle(ev).Problems(); len(p) != 0 {
 		t.Errorf("retry, every double explained: problems %q, want none", p)
 	}
-	ev.LeaseMode, ev.Policy = false, ""
+	ev.LeaseMode, ev.Policy, ev.Reruns = false, "", nil
 	if p := Settle(ev).Problems(); len(p) != 1 || !strings.Contains(p[0], "transactional mode: 2 double effects") {
 		t.Errorf("transactional: problems %q", p)
 	}

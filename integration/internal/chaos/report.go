@@ -256,6 +256,10 @@ func section(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "- records logged by the consumers: %s\n", kv(r.Outcomes))
 	fmt.Fprintf(w, "- effects without their own receipt: %s\n", kv(r.Account.Windows))
+	if a := r.Account; a.Reruns > 0 {
+		fmt.Fprintf(w, "- reruns (an unknown outcome run again under retry, counted): %s; not allowed by the policy: %d keys; keys applied twice with none counted: %d\n",
+			thousands(a.Reruns), len(a.RerunsBarred), len(a.Uncounted))
+	}
 	l := r.Account.Latency
 	fmt.Fprintf(w, "- end-to-end latency, send → effect, over %s keys applied once: p50 %s, p99 %s, max %s\n\n", thousands(l.N), ms(l.P50), ms(l.P99), ms(l.Max))
 

@@ -224,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	tl := &Timeline{SQS: mq, Queue: s.Queue.URL, DLQ: s.DLQ.URL, Every: time.Second,
 		Counters: func() (int64, int64, int64) {
 			out := lambdaLog.Outcomes()
-			return pub.Sent(), inv.Deliveries(), int64(out["executed"] + out["unconfirmed"] + out["lease_lost"])
+			return pub.Sent(), inv.Deliveries(), int64(out["executed"] + out[Rerun] + out["unconfirmed"] + out["lease_lost"])
 		}}
 
 	lease := s.Mapping.Function.Timeout
@@ -274,11 +274,13 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	// The checks and the resolution see the partner and DynamoDB as they
 	// are when nothing goes wrong.
 	var injected []partner.Injection
+	var down [2]time.Time
 	if pc != nil {
 		pc.Stop()
 		from, to := pc.Down()
 		if !from.IsZero() {
 			res.PartnerDown = [2]time.Duration{from.Sub(start), to.Sub(start)}
+			down = [2]time.Time{from, to}
 		}
 		res.PartnerSlowFor, res.Partner, injected = pc.SlowFor, s.Partner.Stats(), s.Partner.Injected()
 	}
@@ -335,6 +337,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		KeyOf: keyOf, SentAt: sent.merged(handed), Handed: handed, Unpublished: res.Publish.Unpublished,
 		MalformedIDs: pub.MalformedIDs(), Failures: lambdaLog.Failures(), LeaseMode: leaseMode,
 		Policy: policy, PartnerFaults: injected, Held: held,
+		Reruns: lambdaLog.Reruns(), PartnerDown: down, Lease: lease,
 	})
 	res.Problems = append(res.Problems, res.Account.Problems()...)
 	res.Deliveries, res.Invocations, res.Batches = inv.Deliveries(), inv.Invocations(), inv.Batches()

@@ -15,7 +15,7 @@ type Sample struct {
 	T          time.Duration // since the run's first send
 	Sent       int64         // messages sent: producer, raw copies, malformed
 	Deliveries int64         // records handed to consumers
-	Effects    int64         // records that ran their effect (executed, unconfirmed, lease lost)
+	Effects    int64         // records that ran their effect (executed, rerun, unconfirmed, lease lost)
 	Visible    int           // messages waiting in the queue
 	InFlight   int           // received, not yet deleted or visible again
 	DLQ        int
