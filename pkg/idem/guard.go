@@ -205,9 +205,12 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 		r.completion.Result, r.completion.ResultOmitted = nil, true
 	}
 	res, err := g.complete(ctx, skey, r, value)
-	if stillUnknown && res.Outcome == Executed {
+	if stillUnknown {
 		// Run again over an outcome nobody could settle: the window.
-		res.Outcome = Rerun
+		res.Rerun = true
+		if res.Outcome == Executed {
+			res.Outcome = Rerun
+		}
 	}
 	return res, err
 }

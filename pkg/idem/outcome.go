@@ -52,7 +52,9 @@ const (
 	// WithUnknownOutcome(Retry) ran the effect again and wrote its receipt.
 	// This is lease mode's window, entered: the earlier attempt's effect
 	// may have taken place too. The error is nil, as for Executed; it is
-	// an outcome of its own so that what Retry costs is counted.
+	// an outcome of its own so that what Retry costs is counted. (A re-run
+	// whose receipt then could not be written is Unconfirmed or LeaseLost,
+	// with Result.Rerun set.)
 	Rerun
 )
 
@@ -93,6 +95,11 @@ type Result struct {
 	// (idemctl resolve --done) after checking downstream, not by the
 	// effect: no result was kept (ResultOmitted too).
 	Resolved bool
+	// Rerun: the effect ran again over an unknown outcome nobody settled
+	// (outcome Rerun; or Unconfirmed or LeaseLost, when the re-run's
+	// receipt was not written): however the call ended, the effect may
+	// now have taken place twice, and it counts as a re-run.
+	Rerun bool
 	// Attempts is the record's attempt count, when known.
 	Attempts int
 	// Cached: a Duplicate answered from the per-process cache, no request.

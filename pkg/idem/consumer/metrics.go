@@ -54,6 +54,11 @@ func (c *counts) add(r sqsbatch.RecordResult) {
 		c.n = make(map[string]int)
 	}
 	c.n[metricOf(r)]++
+	if r.Rerun && r.Outcome != idem.Rerun {
+		// A re-run whose receipt failed counts as Unconfirmed or LeaseLost
+		// and as a re-run: Rerun counts every time the window was entered.
+		c.n[MetricRerun]++
+	}
 }
 
 func (c *counts) snapshot() map[string]int {

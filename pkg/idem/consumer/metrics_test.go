@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
+	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
 // TestEMF: the line CloudWatch turns into the metrics the construct's
@@ -72,5 +73,19 @@ func TestOutcomeMetrics(t *testing.T) {
 	}
 	if got, want := slices.Sorted(maps.Values(outcomeMetrics)), slices.Sorted(slices.Values(Metrics())); !slices.Equal(got, want) {
 		t.Errorf("metrics counted %v\nwant %v", got, want)
+	}
+}
+
+// TestRerunCountsEveryEntryIntoTheWindow: a re-run whose receipt failed
+// counts as its outcome and as a re-run.
+func TestRerunCountsEveryEntryIntoTheWindow(t *testing.T) {
+	var c counts
+	c.add(sqsbatch.RecordResult{Outcome: idem.Rerun, Rerun: true})
+	c.add(sqsbatch.RecordResult{Outcome: idem.Unconfirmed, Rerun: true})
+	c.add(sqsbatch.RecordResult{Outcome: idem.LeaseLost, Rerun: true})
+	c.add(sqsbatch.RecordResult{Outcome: idem.Unconfirmed})
+	n := c.snapshot()
+	if n[MetricRerun] != 3 || n[MetricUnconfirmed] != 2 || n[MetricLeaseLost] != 1 {
+		t.Fatalf("counts %v; want Rerun 3, Unconfirmed 2, LeaseLost 1", n)
 	}
 }

@@ -170,7 +170,7 @@ const (
 	MetricSkipped     = "Skipped"     // not run after an earlier record of its FIFO group or key failed
 	MetricReconciled  = "Reconciled"  // an unknown outcome was asked about: it had taken place, receipt written
 	MetricHeld        = "Held"        // an unknown outcome that could not be reconciled: the key is held
-	MetricRerun       = "Rerun"       // an unknown outcome nobody could settle, run again (retry): the window
+	MetricRerun       = "Rerun"       // an unknown outcome nobody could settle, run again (retry): the window; also counts a re-run then Unconfirmed or LeaseLost
 )
 
 // Metrics lists every metric the runtime emits, in the order it writes them.

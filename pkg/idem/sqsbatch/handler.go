@@ -56,7 +56,11 @@ type RecordResult struct {
 	// (idemctl resolve --done) after checking downstream, not by the
 	// effect; Value is nil (idem.Result.Resolved).
 	Resolved bool
-	Err      error
+	// Rerun: the effect ran again over an unknown outcome nobody settled
+	// (idem.Result.Rerun): outcome idem.Rerun, or Unconfirmed or LeaseLost
+	// when its receipt was not written.
+	Rerun bool
+	Err   error
 	// Failed: the record is reported as a batch item failure.
 	Failed bool
 	// Requeued: the record met InProgress on its last receive and a

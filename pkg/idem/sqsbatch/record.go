@@ -199,7 +199,7 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 	if res.Outcome == idem.InProgress {
 		res, r.Requeued, err = h.inProgress(ctx, log, msg, res, err, run)
 	}
-	r.Outcome, r.Attempts, r.Value, r.Resolved, r.Err = res.Outcome, res.Attempts, res.Value, res.Resolved, err
+	r.Outcome, r.Attempts, r.Value, r.Resolved, r.Rerun, r.Err = res.Outcome, res.Attempts, res.Value, res.Resolved, res.Rerun, err
 	r.Failed = !succeeded(res.Outcome) && !r.Requeued
 	h.deleteIfLast(ctx, log, msg, r)
 	return r
@@ -209,8 +209,9 @@ func (h *Handler) runRecord(ctx context.Context, log *slog.Logger, msg events.SQ
 // can be deleted. Unconfirmed is done: the effect ran, and delivering the
 // message again could only run it a second time once the lease ends.
 // Reconciled is done: the effect had taken place, and its receipt is
-// written. Rerun is done: the effect ran again, receipt written. Held is not: its message fails until it reaches the
-// dead-letter queue with the reason, as an operator settles the key.
+// written. Rerun is done: the effect ran again, receipt written. Held is
+// not: its message fails until it reaches the dead-letter queue with the
+// reason, as an operator settles the key.
 func succeeded(o idem.Outcome) bool {
 	return o == idem.Executed || o == idem.Rerun || o == idem.Duplicate || o == idem.Unconfirmed || o == idem.Reconciled
 }
@@ -229,6 +230,10 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 	if r.Resolved {
 		// Skipped on a receipt an operator wrote, not the effect.
 		attrs = append(attrs, slog.Bool("resolved", true))
+	}
+	if r.Rerun && r.Outcome != idem.Rerun {
+		// A re-run whose receipt then failed: counted as a re-run too.
+		attrs = append(attrs, slog.Bool("rerun", true))
 	}
 	if r.Outcome == idem.Unconfirmed {
 		// Done, but its receipt is missing: a later copy of the message
