@@ -66,6 +66,7 @@ var (
 	failedMsg  = []byte(`"msg":"record failed"`)
 	messageKey = []byte(`"message_id":"`)
 	outcomeKey = []byte(`"outcome":"`)
+	rerunAttr  = []byte(`"rerun":true`)
 	timeKey    = []byte(`"time":"`)
 	recordKey  = []byte(`"storage_key":"`)
 	lateAnswer = [][]byte{[]byte(`deadline exceeded`), []byte(`canceled`)}
@@ -138,6 +139,13 @@ func (l *LambdaLog) line(b []byte) {
 	if outcome == Rerun {
 		l.reruns = append(l.reruns, w)
 		return
+	}
+	if bytes.Contains(b, rerunAttr) {
+		// A re-run whose receipt then failed (unconfirmed, lease lost):
+		// a re-run too.
+		rw := w
+		rw.Outcome = Rerun
+		l.reruns = append(l.reruns, rw)
 	}
 	l.windows = append(l.windows, w)
 }
