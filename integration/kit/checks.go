@@ -12,28 +12,55 @@ import (
 )
 
 // expected is what the run's messages must come to, added up by the
-// subtests as they send. It is safe for concurrent use.
+// subtests as they send, and checked against the EMF totals by what the
+// consumer's promise allows. It is safe for concurrent use.
 type expected struct {
+	p promise
+
 	mu      sync.Mutex
-	applied int            // keys whose effect takes place, once each
-	valid   int            // valid messages sent, copies included: each Executed or Duplicate (crashed: see crash)
+	keys    int            // keys whose effect takes place: each once Executed, Reconciled or Rerun (but those an operator settled done)
+	valid   int            // valid messages sent, copies included: each ends Executed, Duplicate, Reconciled or Rerun
+	unknown int            // of keys, those whose first attempt leaves an unknown outcome (a crash, a partner's 5xx, lost or late reply)
 	dead    map[string]int // labels that end in the dead-letter queue, once each
 	atLeast map[string]int // metric -> the least it counts (Mismatch, Rejected, Failed)
-
-	// Keys whose message's first receive crashed the function (crash).
-	crashed      int
-	reconcilable int  // of them, those whose next attempt may count Reconciled
-	holdable     bool // their next attempt may hold them instead (Held)
 }
 
-func newExpected() *expected { return &expected{dead: map[string]int{}, atLeast: map[string]int{}} }
+func newExpected(p promise) *expected {
+	return &expected{p: p, dead: map[string]int{}, atLeast: map[string]int{}}
+}
 
 // sent adds keys applied once from valid messages.
 func (e *expected) sent(keys, valid int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.applied += keys
+	e.keys += keys
 	e.valid += valid
+}
+
+// uncertain adds a key sent in one valid message whose first attempt
+// leaves an unknown outcome: a crash (which writes no EMF line), or a
+// failure the effect cannot call definite (failed: counted Failed). The
+// attempt after it settles the key the promise's way: Executed,
+// Reconciled, Rerun, or Held.
+func (e *expected) uncertain(failed bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keys++
+	e.valid++
+	e.unknown++
+	if failed {
+		e.atLeast[consumer.MetricFailed]++
+	}
+}
+
+// failedOnce adds a key sent in one valid message whose first attempt
+// fails definitely (Failed), the next one running it.
+func (e *expected) failedOnce() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keys++
+	e.valid++
+	e.atLeast[consumer.MetricFailed]++
 }
 
 // deadLetter adds a message labelled label that ends in the dead-letter
@@ -45,50 +72,33 @@ func (e *expected) deadLetter(label, metric string) {
 	e.atLeast[metric]++
 }
 
-// crash adds a key sent alone in one valid message whose first receive
-// crashes the function. That receive writes no EMF line (the process
-// ends before the batch's line); the attempt after it, once the crashed
-// lease has ended, counts the key once: Executed (transactional mode, a
-// crash before the effect, or lease mode running the effect again),
-// Reconciled when reconcilable (lease mode, a crash after the effect, the
-// effect's Reconcile saying it took place), or, when holdable (lease mode,
-// IDEM_UNKNOWN_OUTCOME=hold, no Reconcile), Held on each receive left,
-// the key parked, its message dead-lettered: the crash scenario fails on
-// that, not the count.
-func (e *expected) crash(reconcilable, holdable bool) {
+// heldLetter adds a message labelled label of a key found held: in the
+// dead-letter queue, until the operator redrives it.
+func (e *expected) heldLetter(label string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.crashed++
-	e.valid++
-	if reconcilable {
-		e.reconcilable++
-	}
-	e.holdable = e.holdable || holdable
+	e.dead[label]++
 }
 
-// neverCounted are the metrics no message of a run may count: the
-// store's and the lease's troubles, which the kit's scenarios never cause
-// (Held only as crash allows).
-var neverCounted = []string{consumer.MetricStoreError, consumer.MetricLeaseLost, consumer.MetricUnconfirmed, consumer.MetricHeld}
-
-// held is how many crashed keys the totals count as Held rather than done:
-// the crashed keys Executed and Reconciled leave, when holdable, else 0.
-func (e *expected) held(totals map[string]int) int {
-	if !e.holdable {
-		return 0
-	}
-	done := totals[consumer.MetricExecuted] + totals[consumer.MetricReconciled] - e.applied
-	return min(max(e.crashed-done, 0), e.crashed, totals[consumer.MetricHeld])
+// runFacts are what the run saw besides the EMF totals, which the totals
+// must agree with.
+type runFacts struct {
+	reruns      int // rerun lines of this run's keys
+	held        int // keys found held
+	settledDone int // of them, those the operator settled done: their receipt is the operator's, no outcome counts them
 }
+
+// alwaysZero are the metrics no message of a run may count: the store's
+// and the lease's troubles, which the kit's scenarios never cause.
+var alwaysZero = []string{consumer.MetricStoreError, consumer.MetricLeaseLost, consumer.MetricUnconfirmed}
 
 // reached reports whether the EMF totals count every message of the run:
 // the logs may trail the invocations.
-func (e *expected) reached(totals map[string]int) bool {
+func (e *expected) reached(totals map[string]int, f runFacts) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	held := e.held(totals)
-	done := totals[consumer.MetricExecuted] + totals[consumer.MetricReconciled]
-	if done+held < e.applied+e.crashed || done+totals[consumer.MetricDuplicate]+held < e.valid {
+	first := totals[consumer.MetricExecuted] + totals[consumer.MetricReconciled] + totals[consumer.MetricRerun]
+	if first < e.keys-f.settledDone || first+totals[consumer.MetricDuplicate] < e.valid || totals[consumer.MetricHeld] < f.held {
 		return false
 	}
 	for m, n := range e.atLeast {
@@ -99,54 +109,62 @@ func (e *expected) reached(totals map[string]int) bool {
 	return true
 }
 
-// checkTotals: one Executed per applied key; each crashed key counted
-// once by Executed or Reconciled (Reconciled no more than reconcilable
-// allows; or by at least one Held when holdable); Executed, Duplicate and
-// Reconciled together at least the valid messages; each dead letter's
-// metric at least once per message; and nothing in neverCounted, but the
-// Held of held crashed keys. Failed, Mismatch and Rejected count a message
-// once per receive: at least, not exactly.
-func (e *expected) checkTotals(totals map[string]int) error {
+// checkTotals: each key once Executed, Reconciled or Rerun (but those the
+// operator settled done, whose copies are Duplicate); Reconciled only with
+// a Reconcile, Rerun only under retry, Held only under hold, each at most
+// once per key with an unknown outcome; Rerun as often as the rerun lines
+// say, Held at least once per held key; every valid message done; each
+// dead letter's metric at least once per message; nothing in alwaysZero.
+// Failed, Mismatch, Rejected and Held count a message once per receive:
+// at least, not exactly.
+func (e *expected) checkTotals(totals map[string]int, f runFacts) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []error
-	executed, reconciled := totals[consumer.MetricExecuted], totals[consumer.MetricReconciled]
-	held := e.held(totals)
-	if e.crashed == 0 {
-		if executed != e.applied {
-			errs = append(errs, fmt.Errorf("%s = %d, want %d (one per key applied)", consumer.MetricExecuted, executed, e.applied))
+	executed, reconciled, rerun, held := totals[consumer.MetricExecuted], totals[consumer.MetricReconciled], totals[consumer.MetricRerun], totals[consumer.MetricHeld]
+	if got, want := executed+reconciled+rerun, e.keys-f.settledDone; got != want {
+		note := ""
+		if f.settledDone > 0 {
+			note = fmt.Sprintf(", but the %d the operator settled done", f.settledDone)
 		}
-	} else if got, want := executed+reconciled, e.applied+e.crashed-held; got != want {
-		errs = append(errs, fmt.Errorf("%s + %s = %d, want %d (one per key applied, one per key whose first receive crashed%s)",
-			consumer.MetricExecuted, consumer.MetricReconciled, got, want, heldNote(held)))
+		errs = append(errs, fmt.Errorf("%s: %s + %s + %s = %d, want %d (one per key applied%s)",
+			e.p, consumer.MetricExecuted, consumer.MetricReconciled, consumer.MetricRerun, got, want, note))
 	}
-	if reconciled > e.reconcilable {
-		errs = append(errs, fmt.Errorf("%s = %d, want at most %d (a key whose attempt crashed after its effect, in lease mode)",
-			consumer.MetricReconciled, reconciled, e.reconcilable))
+	switch {
+	case reconciled > 0 && !e.p.reconcile:
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want 0 (no Reconcile)", e.p, consumer.MetricReconciled, reconciled))
+	case reconciled > e.unknown:
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want at most %d (one per key left with an unknown outcome)", e.p, consumer.MetricReconciled, reconciled, e.unknown))
 	}
-	if got, want := executed+totals[consumer.MetricDuplicate]+reconciled, e.valid-held; got < want {
-		errs = append(errs, fmt.Errorf("%s + %s + %s = %d, want at least %d (every valid message)",
-			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricReconciled, got, want))
+	switch {
+	case rerun > 0 && !e.p.mayRerun():
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want 0 (this configuration never runs an effect again)", e.p, consumer.MetricRerun, rerun))
+	case rerun > e.unknown:
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want at most %d (one per key left with an unknown outcome)", e.p, consumer.MetricRerun, rerun, e.unknown))
+	case rerun != f.reruns:
+		errs = append(errs, fmt.Errorf("%s: %s = %d, but %d rerun lines of this run's keys in the log", e.p, consumer.MetricRerun, rerun, f.reruns))
+	}
+	switch {
+	case held > 0 && !e.p.mayHold():
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want 0 (this configuration never holds a key)", e.p, consumer.MetricHeld, held))
+	case held < f.held:
+		errs = append(errs, fmt.Errorf("%s: %s = %d, want at least %d (one per key found held)", e.p, consumer.MetricHeld, held, f.held))
+	}
+	if got := executed + totals[consumer.MetricDuplicate] + reconciled + rerun; got < e.valid {
+		errs = append(errs, fmt.Errorf("%s + %s + %s + %s = %d, want at least %d (every valid message)",
+			consumer.MetricExecuted, consumer.MetricDuplicate, consumer.MetricReconciled, consumer.MetricRerun, got, e.valid))
 	}
 	for _, m := range slices.Sorted(maps.Keys(e.atLeast)) {
 		if totals[m] < e.atLeast[m] {
 			errs = append(errs, fmt.Errorf("%s = %d, want at least %d", m, totals[m], e.atLeast[m]))
 		}
 	}
-	for _, m := range neverCounted {
-		if totals[m] != 0 && (m != consumer.MetricHeld || held == 0) {
+	for _, m := range alwaysZero {
+		if totals[m] != 0 {
 			errs = append(errs, fmt.Errorf("%s = %d, want 0", m, totals[m]))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// heldNote names the crashed keys counted as held.
-func heldNote(held int) string {
-	if held == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", but %d held", held)
 }
 
 // checkDead: every message the scenarios sent to the dead-letter queue
@@ -185,15 +203,4 @@ func (e *expected) surplus(got map[string]int) string {
 		}
 	}
 	return strings.Join(more, "; ")
-}
-
-// timesEach: every key of keys applied want times, by the probe's counts.
-func timesEach(applied map[string]int, keys []string, want int) error {
-	var errs []error
-	for _, k := range keys {
-		if n := applied[k]; n != want {
-			errs = append(errs, fmt.Errorf("key %s applied %d times, want %d", k, n, want))
-		}
-	}
-	return errors.Join(errs...)
 }

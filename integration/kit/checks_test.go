@@ -9,38 +9,91 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
+// The promises of the four configurations the kit tells apart.
+var (
+	transactional = newPromise(consumer.ModeTransactional, consumer.UnknownRetry, false)
+	reconciling   = newPromise(consumer.ModeLease, consumer.UnknownRetry, true)
+	retrying      = newPromise(consumer.ModeLease, consumer.UnknownRetry, false)
+	holding       = newPromise(consumer.ModeLease, consumer.UnknownHold, false)
+)
+
+// TestExpectedTotals: a run of 5 keys sent 15 times, a poison message
+// (Failed on each receive) and two keys whose first receive crashed,
+// counted by what each configuration's promise allows: Reconciled only
+// with a Reconcile, Rerun only under retry (as often as the rerun lines
+// say), Held only under hold (at least once per held key), and a key
+// settled done by the operator counted by no outcome of its own.
 func TestExpectedTotals(t *testing.T) {
-	e := newExpected()
-	e.sent(5, 15)
-	e.sent(1, 1)
-	e.deadLetter("mismatch-00-v1", consumer.MetricMismatch)
-	e.deadLetter("keyless-text", consumer.MetricRejected)
-	e.deadLetter("keyless-json", consumer.MetricRejected)
-	good := map[string]int{consumer.MetricExecuted: 6, consumer.MetricDuplicate: 12, consumer.MetricMismatch: 3, consumer.MetricRejected: 6, consumer.MetricInProgress: 1}
+	newRun := func(p promise) *expected {
+		e := newExpected(p)
+		e.sent(5, 15)
+		e.deadLetter("poison-00-v0", consumer.MetricFailed)
+		e.uncertain(false) // crash before
+		e.uncertain(false) // crash after
+		return e
+	}
+	const (
+		executed    = consumer.MetricExecuted
+		duplicate   = consumer.MetricDuplicate
+		reconciled  = consumer.MetricReconciled
+		rerun       = consumer.MetricRerun
+		held        = consumer.MetricHeld
+		failed      = consumer.MetricFailed
+		unconfirmed = consumer.MetricUnconfirmed
+	)
 	for _, tc := range []struct {
 		name    string
-		change  map[string]int
+		p       promise
+		totals  map[string]int
+		facts   runFacts
 		reached bool
 		err     string // in checkTotals' error; "" for none
 	}{
-		{name: "every message counted", reached: true},
-		{name: "logs trail", change: map[string]int{consumer.MetricDuplicate: 5}, err: "want at least 16"},
-		{name: "a dead letter's receives not all logged", change: map[string]int{consumer.MetricRejected: 1}, err: "Rejected = 1, want at least 2"},
-		{name: "an effect twice", change: map[string]int{consumer.MetricExecuted: 7}, reached: true, err: "Executed = 7, want 6"},
-		{name: "a receipt lost", change: map[string]int{consumer.MetricUnconfirmed: 1}, reached: true, err: "Unconfirmed = 1, want 0"},
+		{name: "transactional: both crashed keys executed", p: transactional,
+			totals: map[string]int{executed: 7, duplicate: 10, failed: 3}, reached: true},
+		{name: "transactional never reconciles", p: transactional,
+			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true,
+			err: "exactly-once (transactional): Reconciled = 1, want 0 (no Reconcile)"},
+		{name: "transactional never holds", p: transactional,
+			totals: map[string]int{executed: 7, held: 1, duplicate: 10, failed: 3}, reached: true,
+			err: "Held = 1, want 0 (this configuration never holds a key)"},
+		{name: "reconcile: the crash after the effect reconciled", p: reconciling,
+			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true},
+		{name: "reconcile: more reconciled than unknown outcomes", p: reconciling,
+			totals: map[string]int{executed: 4, reconciled: 3, duplicate: 10, failed: 3}, reached: true,
+			err: "Reconciled = 3, want at most 2"},
+		{name: "retry: both crashed keys re-run", p: retrying, facts: runFacts{reruns: 2},
+			totals: map[string]int{executed: 5, rerun: 2, duplicate: 10, failed: 3}, reached: true},
+		{name: "retry: the re-run metric without its lines", p: retrying, facts: runFacts{reruns: 1},
+			totals: map[string]int{executed: 5, rerun: 2, duplicate: 10, failed: 3}, reached: true,
+			err: "Rerun = 2, but 1 rerun lines of this run's keys in the log"},
+		{name: "retry: a key applied once more than counted", p: retrying, facts: runFacts{reruns: 2},
+			totals: map[string]int{executed: 6, rerun: 2, duplicate: 10, failed: 3}, reached: true,
+			err: "at-least-once (retry, no reconcile): Executed + Reconciled + Rerun = 8, want 7"},
+		{name: "hold: settled, one done, one not done", p: holding, facts: runFacts{held: 2, settledDone: 1},
+			totals: map[string]int{executed: 6, held: 4, duplicate: 11, failed: 3}, reached: true},
+		{name: "hold: a held key's receives not all logged", p: holding, facts: runFacts{held: 2, settledDone: 1},
+			totals: map[string]int{executed: 6, held: 1, duplicate: 11, failed: 3},
+			err:    "Held = 1, want at least 2 (one per key found held)"},
+		{name: "hold: a re-run", p: holding, facts: runFacts{reruns: 1, held: 1},
+			totals: map[string]int{executed: 6, rerun: 1, held: 2, duplicate: 10, failed: 3}, reached: true,
+			err: "at-most-once (hold, no reconcile): Rerun = 1, want 0 (this configuration never runs an effect again)"},
+		{name: "logs trail", p: transactional,
+			totals: map[string]int{executed: 7, duplicate: 5, failed: 3},
+			err:    "Executed + Duplicate + Reconciled + Rerun = 12, want at least 17"},
+		{name: "the poison message's failures not logged", p: transactional,
+			totals: map[string]int{executed: 7, duplicate: 10},
+			err:    "Failed = 0, want at least 1"},
+		{name: "a receipt lost", p: reconciling,
+			totals: map[string]int{executed: 7, duplicate: 10, failed: 3, unconfirmed: 1}, reached: true,
+			err: "Unconfirmed = 1, want 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			totals := map[string]int{}
-			for m, n := range good {
-				totals[m] = n
-			}
-			for m, n := range tc.change {
-				totals[m] = n
-			}
-			if got := e.reached(totals); got != tc.reached {
+			e := newRun(tc.p)
+			if got := e.reached(tc.totals, tc.facts); got != tc.reached {
 				t.Errorf("reached = %t, want %t", got, tc.reached)
 			}
-			err := e.checkTotals(totals)
+			err := e.checkTotals(tc.totals, tc.facts)
 			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("checkTotals = %v, want %q", err, tc.err)
 			}
@@ -49,7 +102,7 @@ func TestExpectedTotals(t *testing.T) {
 }
 
 func TestExpectedDead(t *testing.T) {
-	e := newExpected()
+	e := newExpected(transactional)
 	e.deadLetter("mismatch-00-v1", consumer.MetricMismatch)
 	e.deadLetter("malformed-00-v0", consumer.MetricFailed)
 	if err := e.checkDead(map[string]int{"mismatch-00-v1": 1, "malformed-00-v0": 1}); err != nil {
@@ -75,16 +128,6 @@ func TestExpectedDead(t *testing.T) {
 	}
 }
 
-func TestTimesEach(t *testing.T) {
-	if err := timesEach(map[string]int{"a": 1, "b": 1}, []string{"a", "b"}, 1); err != nil {
-		t.Error(err)
-	}
-	err := timesEach(map[string]int{"a": 2}, []string{"a", "b"}, 1)
-	if err == nil || !strings.Contains(err.Error(), "key a applied 2 times") || !strings.Contains(err.Error(), "key b applied 0 times") {
-		t.Errorf("timesEach = %v, want a twice and b never", err)
-	}
-}
-
 func TestCount(t *testing.T) {
 	for _, tc := range []struct {
 		v    types.AttributeValue
@@ -99,89 +142,5 @@ func TestCount(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.bad {
 			t.Errorf("count(%#v) = %d, %v; want %d (error: %t)", tc.v, got, err, tc.want, tc.bad)
 		}
-	}
-}
-
-// TestExpectedTotalsWithFaults: a poison message (Failed on each receive)
-// and two keys whose first receive crashed, in lease mode (the key crashed
-// after its effect may be Reconciled), transactional mode (none may) and
-// lease mode with the policy hold (a crashed key may be Held instead).
-func TestExpectedTotalsWithFaults(t *testing.T) {
-	newRun := func(mode string, hold bool) *expected {
-		e := newExpected()
-		e.sent(5, 15)
-		e.deadLetter("poison-00-v0", consumer.MetricFailed)
-		p := faultPlan{mode: mode, unknown: consumer.UnknownRetry}
-		if hold {
-			p.unknown = consumer.UnknownHold
-		}
-		for _, point := range []string{consumer.FaultCrashBefore, consumer.FaultCrashAfter} {
-			e.crash(p.reconcilable(point), p.holds())
-		}
-		return e
-	}
-	const (
-		executed   = consumer.MetricExecuted
-		duplicate  = consumer.MetricDuplicate
-		reconciled = consumer.MetricReconciled
-		held       = consumer.MetricHeld
-		failed     = consumer.MetricFailed
-	)
-	for _, tc := range []struct {
-		name    string
-		mode    string
-		hold    bool
-		totals  map[string]int
-		reached bool
-		err     string // in checkTotals' error; "" for none
-	}{
-		{name: "lease: one executed, one reconciled", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true},
-		{name: "lease without Reconcile: both executed", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 7, duplicate: 10, failed: 3}, reached: true},
-		{name: "transactional: both executed", mode: consumer.ModeTransactional,
-			totals: map[string]int{executed: 7, duplicate: 10, failed: 3}, reached: true},
-		{name: "transactional never reconciles", mode: consumer.ModeTransactional,
-			totals: map[string]int{executed: 6, reconciled: 1, duplicate: 10, failed: 3}, reached: true,
-			err: "Reconciled = 1, want at most 0"},
-		{name: "only the crash after the effect may be reconciled", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 5, reconciled: 2, duplicate: 10, failed: 3}, reached: true,
-			err: "Reconciled = 2, want at most 1"},
-		{name: "a crashed key not counted yet", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 6, duplicate: 10, failed: 3},
-			err:    "Executed + Reconciled = 6, want 7"},
-		{name: "a crashed key counted twice", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 7, reconciled: 1, duplicate: 10, failed: 3}, reached: true,
-			err: "Executed + Reconciled = 8, want 7"},
-		{name: "a duplicate not logged yet", mode: consumer.ModeTransactional,
-			totals: map[string]int{executed: 7, duplicate: 9, failed: 3},
-			err:    "Executed + Duplicate + Reconciled = 16, want at least 17"},
-		{name: "the poison message's failures not logged", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 7, duplicate: 10},
-			err:    "Failed = 0, want at least 1"},
-		{name: "held without the policy hold", mode: consumer.ModeLease,
-			totals: map[string]int{executed: 6, held: 2, duplicate: 10, failed: 3},
-			err:    "Held = 2, want 0"},
-		{name: "hold: both crashed keys held", mode: consumer.ModeLease, hold: true,
-			totals: map[string]int{executed: 5, held: 4, duplicate: 10, failed: 3}, reached: true},
-		{name: "hold: one held, one reconciled", mode: consumer.ModeLease, hold: true,
-			totals: map[string]int{executed: 5, reconciled: 1, held: 2, duplicate: 10, failed: 3}, reached: true},
-		{name: "hold: no key held", mode: consumer.ModeLease, hold: true,
-			totals: map[string]int{executed: 6, reconciled: 1, held: 1, duplicate: 10, failed: 3}, reached: true,
-			err: "Held = 1, want 0"},
-		{name: "hold: a crashed key neither done nor held", mode: consumer.ModeLease, hold: true,
-			totals: map[string]int{executed: 5, held: 1, duplicate: 10, failed: 3},
-			err:    "Executed + Reconciled = 5, want 6 (one per key applied, one per key whose first receive crashed, but 1 held)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newRun(tc.mode, tc.hold)
-			if got := e.reached(tc.totals); got != tc.reached {
-				t.Errorf("reached = %t, want %t", got, tc.reached)
-			}
-			err := e.checkTotals(tc.totals)
-			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-				t.Errorf("checkTotals = %v, want %q", err, tc.err)
-			}
-		})
 	}
 }

@@ -13,9 +13,12 @@ import (
 
 // LambdaAPI is what the kit asks of Lambda: the consumer function's
 // configuration, whose environment says whether it honours the fault a
-// message asks for (consumer.EnvFaultFromMessage).
+// message asks for (consumer.EnvFaultFromMessage) and cross-checks its
+// init line, and one invocation with an empty event, for that line
+// (ready.go).
 type LambdaAPI interface {
 	GetFunctionConfiguration(context.Context, *lambda.GetFunctionConfigurationInput, ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
+	Invoke(context.Context, *lambda.InvokeInput, ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
 var _ LambdaAPI = (*lambda.Client)(nil)
@@ -35,27 +38,15 @@ const crashScenarios = 2
 type faultPlan struct {
 	poison string // why the poison scenario is skipped; "" runs it
 	crash  string // why the crash scenarios are skipped; "" runs them
-	// The function's IDEM_MODE and IDEM_UNKNOWN_OUTCOME (the runtime's
-	// defaults when unset): what the attempt after a crash does.
-	mode, unknown string
 }
 
-// planFaults reads the function's environment env (err: it could not be
-// read): the fault scenarios run when consumer.EnvFaultFromMessage is
-// "true"; the crash scenarios also need a second receive
-// (maxReceives >= 2), since a crashed receive counts.
-func planFaults(env map[string]string, err error, maxReceives int) faultPlan {
-	p := faultPlan{mode: env[consumer.EnvMode], unknown: env[consumer.EnvUnknownOutcome]}
-	if p.mode == "" {
-		p.mode = consumer.DefaultMode
-	}
-	if p.unknown == "" {
-		p.unknown = consumer.DefaultUnknownOutcome
-	}
-	switch {
-	case err != nil:
-		p.poison = fmt.Sprintf("the consumer's configuration cannot be read (%v): the fault switches are unknown", err)
-	case env[consumer.EnvFaultFromMessage] != "true":
+// planFaults reads the function's environment env: the fault scenarios
+// run when consumer.EnvFaultFromMessage is "true"; the crash scenarios
+// also need a second receive (maxReceives >= 2), since a crashed receive
+// counts.
+func planFaults(env map[string]string, maxReceives int) faultPlan {
+	var p faultPlan
+	if env[consumer.EnvFaultFromMessage] != "true" {
 		p.poison = NoFaultSwitch
 	}
 	p.crash = p.poison
@@ -65,41 +56,18 @@ func planFaults(env map[string]string, err error, maxReceives int) faultPlan {
 	return p
 }
 
-// crashTime is what the crash scenarios add to the run's bound: one
-// visibility timeout each, before the crashed message comes back.
+// crashTime is what the crash scenarios add to the run's bound: each
+// crashed message comes back after a visibility timeout, and one the
+// attempt after does not settle — held (at most once), or failed by a
+// consumer that breaks its promise — reaches the dead-letter queue after
+// the receives left. A bound is a deadline, not a wait: a consumer that
+// settles its crashes at once costs one visibility timeout each, and one
+// that does not is judged, by its promise, rather than timed out.
 func (p faultPlan) crashTime(rd redrive) time.Duration {
 	if p.crash != "" {
 		return 0
 	}
-	return crashScenarios * rd.visibility
-}
-
-// reconcilable reports whether the attempt after a crash past the effect
-// may count Reconciled: in lease mode, when the effect's Reconcile says
-// the effect took place. Transactional mode never reconciles.
-func (p faultPlan) reconcilable(point string) bool {
-	return point == consumer.FaultCrashAfter && p.mode == consumer.ModeLease
-}
-
-// holds reports whether the attempt after a crash may hold its key: lease
-// mode with IDEM_UNKNOWN_OUTCOME=hold, when the effect has no Reconcile
-// (or it cannot tell).
-func (p faultPlan) holds() bool {
-	return p.mode == consumer.ModeLease && p.unknown == consumer.UnknownHold
-}
-
-// crashHint explains a crashed key not applied once: what the attempt
-// after a crash does in the function's mode.
-func (p faultPlan) crashHint() string {
-	if p.mode != consumer.ModeLease {
-		return ""
-	}
-	then := "runs the effect again: twice if the crash came after it (the documented window)"
-	if p.holds() {
-		then = "holds the key for an operator: its message ends in the dead-letter queue"
-	}
-	return fmt.Sprintf(" (lease mode: the attempt after a crash takes over an unknown outcome; Effect.Reconcile settles it, and without one %s=%s %s)",
-		consumer.EnvUnknownOutcome, p.unknown, then)
+	return crashScenarios * time.Duration(rd.maxReceives) * rd.visibility
 }
 
 // functionEnv is the environment of the deployed function.

@@ -22,74 +22,57 @@ func TestPlanFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		env           map[string]string
-		err           error
 		maxReceives   int
 		poison, crash string // in the skip reasons; "" runs them
-		mode, unknown string
 	}{
-		{name: "switch on", env: on, maxReceives: 3, mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
-		{name: "switch on, transactional, hold", maxReceives: 3, mode: consumer.ModeTransactional, unknown: consumer.UnknownHold,
-			env: map[string]string{consumer.EnvFaultFromMessage: "true", consumer.EnvMode: consumer.ModeTransactional, consumer.EnvUnknownOutcome: consumer.UnknownHold}},
-		{name: "no switch", env: map[string]string{consumer.EnvMode: consumer.ModeLease}, maxReceives: 3,
-			poison: NoFaultSwitch, crash: NoFaultSwitch, mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
-		{name: "switch off", env: map[string]string{consumer.EnvFaultFromMessage: "false"}, maxReceives: 3,
-			poison: NoFaultSwitch, crash: NoFaultSwitch, mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
-		{name: "no environment", maxReceives: 3, poison: NoFaultSwitch, crash: NoFaultSwitch, mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
-		{name: "configuration unreadable", err: errors.New("AccessDenied"), maxReceives: 3,
-			poison: "cannot be read (AccessDenied)", crash: "cannot be read (AccessDenied)", mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
-		{name: "one receive", env: on, maxReceives: 1, crash: "maxReceiveCount is 1", mode: consumer.ModeLease, unknown: consumer.UnknownRetry},
+		{name: "switch on", env: on, maxReceives: 3},
+		{name: "no switch", env: map[string]string{consumer.EnvMode: consumer.ModeLease}, maxReceives: 3, poison: NoFaultSwitch, crash: NoFaultSwitch},
+		{name: "switch off", env: map[string]string{consumer.EnvFaultFromMessage: "false"}, maxReceives: 3, poison: NoFaultSwitch, crash: NoFaultSwitch},
+		{name: "no environment", maxReceives: 3, poison: NoFaultSwitch, crash: NoFaultSwitch},
+		{name: "one receive", env: on, maxReceives: 1, crash: "maxReceiveCount is 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planFaults(tc.env, tc.err, tc.maxReceives)
+			p := planFaults(tc.env, tc.maxReceives)
 			for _, c := range []struct{ what, got, want string }{{"poison", p.poison, tc.poison}, {"crash", p.crash, tc.crash}} {
 				if (c.want == "") != (c.got == "") || !strings.Contains(c.got, c.want) {
 					t.Errorf("%s skipped for %q, want %q", c.what, c.got, c.want)
 				}
 			}
-			if p.mode != tc.mode || p.unknown != tc.unknown {
-				t.Errorf("mode %s, unknown outcome %s; want %s, %s", p.mode, p.unknown, tc.mode, tc.unknown)
-			}
 			rd := redrive{visibility: 24 * time.Second, maxReceives: tc.maxReceives}
 			want := time.Duration(0)
 			if tc.crash == "" {
-				want = 48 * time.Second
+				// Per crash scenario, its receives until the dead-letter queue.
+				want = 2 * time.Duration(tc.maxReceives) * 24 * time.Second
 			}
 			if got := p.crashTime(rd); got != want {
-				t.Errorf("crash time %s, want %s (a visibility timeout per crash scenario, when they run)", got, want)
+				t.Errorf("crash time %s, want %s", got, want)
 			}
 		})
 	}
 }
 
-func TestCrashOutcomes(t *testing.T) {
-	for _, tc := range []struct {
-		plan                            faultPlan
-		reconcileBefore, reconcileAfter bool
-		holds                           bool
-		hint                            string // in crashHint; "" for none
-	}{
-		{plan: faultPlan{mode: consumer.ModeLease, unknown: consumer.UnknownRetry}, reconcileAfter: true, hint: "runs the effect again"},
-		{plan: faultPlan{mode: consumer.ModeLease, unknown: consumer.UnknownHold}, reconcileAfter: true, holds: true, hint: "holds the key"},
-		{plan: faultPlan{mode: consumer.ModeTransactional, unknown: consumer.UnknownRetry}},
-	} {
-		p := tc.plan
-		if p.reconcilable(consumer.FaultCrashBefore) != tc.reconcileBefore || p.reconcilable(consumer.FaultCrashAfter) != tc.reconcileAfter || p.holds() != tc.holds {
-			t.Errorf("%+v: reconcilable before %t, after %t, holds %t; want %t, %t, %t", p,
-				p.reconcilable(consumer.FaultCrashBefore), p.reconcilable(consumer.FaultCrashAfter), p.holds(), tc.reconcileBefore, tc.reconcileAfter, tc.holds)
-		}
-		if h := p.crashHint(); (tc.hint == "") != (h == "") || !strings.Contains(h, tc.hint) {
-			t.Errorf("%+v: hint %q, want %q", p, h, tc.hint)
-		}
-	}
-}
-
-// fakeLambda answers GetFunctionConfiguration for one function.
+// fakeLambda answers GetFunctionConfiguration for one function, and
+// Invoke with nothing (or fnErr, a function error).
 type fakeLambda struct {
-	name string
-	env  *lambdatypes.EnvironmentResponse
+	name    string
+	env     *lambdatypes.EnvironmentResponse
+	fnErr   string
+	invoked []string // the payloads
 }
 
-func (f fakeLambda) GetFunctionConfiguration(_ context.Context, in *lambda.GetFunctionConfigurationInput, _ ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error) {
+func (f *fakeLambda) Invoke(_ context.Context, in *lambda.InvokeInput, _ ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
+	if aws.ToString(in.FunctionName) != f.name {
+		return nil, &lambdatypes.ResourceNotFoundException{Message: aws.String("Function not found: " + aws.ToString(in.FunctionName))}
+	}
+	f.invoked = append(f.invoked, string(in.Payload))
+	out := &lambda.InvokeOutput{StatusCode: 200, Payload: []byte(`{"batchItemFailures":[]}`)}
+	if f.fnErr != "" {
+		out.FunctionError, out.Payload = aws.String("Unhandled"), []byte(f.fnErr)
+	}
+	return out, nil
+}
+
+func (f *fakeLambda) GetFunctionConfiguration(_ context.Context, in *lambda.GetFunctionConfigurationInput, _ ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error) {
 	if aws.ToString(in.FunctionName) != f.name {
 		return nil, &lambdatypes.ResourceNotFoundException{Message: aws.String("Function not found: " + aws.ToString(in.FunctionName))}
 	}
@@ -100,15 +83,15 @@ func TestFunctionEnv(t *testing.T) {
 	vars := map[string]string{consumer.EnvFaultFromMessage: "true"}
 	for _, tc := range []struct {
 		name string
-		fn   fakeLambda
+		fn   *fakeLambda
 		want map[string]string
 		err  string
 	}{
-		{name: "variables", fn: fakeLambda{name: "fn", env: &lambdatypes.EnvironmentResponse{Variables: vars}}, want: vars},
-		{name: "none", fn: fakeLambda{name: "fn"}, want: map[string]string{}},
-		{name: "another function", fn: fakeLambda{name: "other"}, err: "kit: function fn: "},
+		{name: "variables", fn: &fakeLambda{name: "fn", env: &lambdatypes.EnvironmentResponse{Variables: vars}}, want: vars},
+		{name: "none", fn: &fakeLambda{name: "fn"}, want: map[string]string{}},
+		{name: "another function", fn: &fakeLambda{name: "other"}, err: "kit: function fn: "},
 		{name: "undecryptable", err: "its environment: KMSAccessDeniedException",
-			fn: fakeLambda{name: "fn", env: &lambdatypes.EnvironmentResponse{Error: &lambdatypes.EnvironmentError{ErrorCode: aws.String("KMSAccessDeniedException")}}}},
+			fn: &fakeLambda{name: "fn", env: &lambdatypes.EnvironmentResponse{Error: &lambdatypes.EnvironmentError{ErrorCode: aws.String("KMSAccessDeniedException")}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, err := functionEnv(t.Context(), tc.fn, "fn")
@@ -130,7 +113,9 @@ func testRun(plan faultPlan) *run {
 	app := App{Message: func(key string, variant int) Message {
 		return Message{Body: fmt.Sprintf(`{"orderId":%q,"n":%d}`, key, variant), Attributes: map[string]string{"tenant": "t1"}}
 	}}
-	return &run{app: app, st: Stack{Key: "orderId"}, id: "kit1", want: newExpected(), faults: plan}
+	p := newPromise(consumer.ModeLease, consumer.UnknownRetry, true)
+	return &run{app: app, st: Stack{Key: "orderId"}, id: "kit1", want: newExpected(p), faults: plan, p: p,
+		partnerSkip: "no stub in this test"}
 }
 
 // TestFaultScenarios: with the switch, poison goes with the main phase and
@@ -138,7 +123,7 @@ func testRun(plan faultPlan) *run {
 // then after, and counts as crashed; without it, all three are skipped and
 // expect nothing.
 func TestFaultScenarios(t *testing.T) {
-	r := testRun(planFaults(map[string]string{consumer.EnvFaultFromMessage: "true"}, nil, 3))
+	r := testRun(planFaults(map[string]string{consumer.EnvFaultFromMessage: "true"}, 3))
 	scs := r.scenarios()
 	byName := map[string]scenario{}
 	for _, sc := range scs {
@@ -163,8 +148,8 @@ func TestFaultScenarios(t *testing.T) {
 		t.Errorf("sent alone %v, want %v", alone, want)
 	}
 	for _, name := range []string{"crash before effect", "crash after effect"} {
-		if sc := byName[name]; sc.skip != "" || len(sc.first)+len(sc.then) != 0 || sc.check == nil {
-			t.Errorf("%s: %+v, want only a message sent alone", name, sc)
+		if sc := byName[name]; sc.skip != "" || len(sc.first)+len(sc.then) != 0 || sc.check == nil || len(sc.alone) != 1 {
+			t.Errorf("%s: %+v, want only a message sent alone, and a check", name, sc)
 		}
 	}
 	if err := r.want.checkDead(map[string]int{"poison-00-v0": 1, "mismatch-00-v1": 1, "keyless-text": 1, "keyless-json": 1}); err != nil {
@@ -173,11 +158,11 @@ func TestFaultScenarios(t *testing.T) {
 	if err := r.want.checkDead(map[string]int{"poison-00-v0": 1, "mismatch-00-v1": 1, "keyless-text": 1, "keyless-json": 1, "crash-after-00-v0": 1}); err == nil {
 		t.Error("a crashed message in the dead-letter queue: no error")
 	}
-	if r.want.crashed != 2 || r.want.reconcilable != 1 || r.want.holdable {
-		t.Errorf("expected %d crashed, %d reconcilable, holdable %t; want 2, 1, false", r.want.crashed, r.want.reconcilable, r.want.holdable)
+	if r.want.unknown != 2 {
+		t.Errorf("expected %d keys with an unknown outcome, want the 2 crashed", r.want.unknown)
 	}
 
-	off := testRun(planFaults(nil, nil, 3))
+	off := testRun(planFaults(nil, 3))
 	for _, sc := range off.scenarios() {
 		if strings.Contains(sc.name, "crash") || sc.name == "poison" {
 			if sc.skip != NoFaultSwitch || len(sc.first)+len(sc.alone) != 0 {
@@ -185,8 +170,8 @@ func TestFaultScenarios(t *testing.T) {
 			}
 		}
 	}
-	if err := off.want.checkDead(map[string]int{"mismatch-00-v1": 1, "keyless-text": 1, "keyless-json": 1}); err != nil || off.want.crashed != 0 {
-		t.Errorf("without the switch: %v, %d crashed; want the dead letters of before, nothing crashed", err, off.want.crashed)
+	if err := off.want.checkDead(map[string]int{"mismatch-00-v1": 1, "keyless-text": 1, "keyless-json": 1}); err != nil || off.want.unknown != 0 {
+		t.Errorf("without the switch: %v, %d unknown outcomes; want the dead letters of before, nothing crashed", err, off.want.unknown)
 	}
 }
 

@@ -13,7 +13,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.2
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
+	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0
 	github.com/exactlyonce/sqsidem/pkg/idem/consumer v0.3.0
+	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0
 )
 
 require (
@@ -35,8 +37,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
 	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem v0.3.0 // indirect
-	github.com/exactlyonce/sqsidem/pkg/idem/dynamostore v0.3.0 // indirect
 	github.com/exactlyonce/sqsidem/pkg/idem/redisstore v0.3.0 // indirect
 	github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch v0.3.0 // indirect
 	github.com/redis/go-redis/v9 v9.22.0 // indirect

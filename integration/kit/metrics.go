@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
@@ -32,20 +33,22 @@ var (
 )
 
 // metrics: the EMF lines of this run count every message (expected's
-// checkTotals; a crashed receive writes none, so a key whose first receive
-// crashed is counted once, by the attempt after), and whatever of the
-// stack reads the consumer's metrics (dashboard, alarms) reads ones the
-// lines carry.
+// checkTotals, by what the promise allows; a crashed receive writes none,
+// so a key whose first receive crashed is counted once, by the attempt
+// after), and whatever of the stack reads this consumer's metrics
+// (dashboard, alarms) reads ones the lines carry.
 func (r *run) metrics(ctx context.Context, t *testing.T) {
-	var totals map[string]int
-	lines := 0
+	var scan logScan
 	wait(ctx, t, "the EMF lines of every message", time.Second, func() (bool, string, error) {
 		var err error
-		totals, lines, err = r.emfTotals(ctx)
-		return err == nil && r.want.reached(totals), fmt.Sprintf("%d lines count %v", lines, totals), err
+		scan, err = r.scanLogs(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return r.want.reached(scan.totals, r.facts(scan)), fmt.Sprintf("%d lines count %v", scan.lines, scan.totals), nil
 	})
-	t.Logf("%d EMF lines of this run in /aws/lambda/%s count %v", lines, r.st.Function, totals)
-	if err := r.want.checkTotals(totals); err != nil {
+	t.Logf("%d EMF lines of this run in /aws/lambda/%s count %v", scan.lines, r.st.Function, scan.totals)
+	if err := r.want.checkTotals(scan.totals, r.facts(scan)); err != nil {
 		t.Error(err)
 	}
 	read, err := r.readers(ctx)
@@ -57,35 +60,67 @@ func (r *run) metrics(ctx context.Context, t *testing.T) {
 			t.Errorf("%s reads %s, which no EMF line carries", strings.Join(read[m], ", "), m)
 		}
 	}
-	t.Logf("the consumer's metrics the stack's dashboard and alarms read: %v", read)
+	t.Logf("this consumer's metrics the stack's dashboards and alarms read: %v", read)
 }
 
-// emfTotals sums each metric over the EMF lines the consumer wrote since
-// the run started, each checked by checkEMF.
-func (r *run) emfTotals(ctx context.Context) (map[string]int, int, error) {
-	totals, lines := map[string]int{}, 0
+// logScan is what the consumer's log group says of this run.
+type logScan struct {
+	totals map[string]int // each metric summed over the EMF lines
+	lines  int            // EMF lines
+	reruns map[string]int // storage key -> "rerun" lines (logRerun)
+}
+
+// logRerun is the message of the line sqsbatch logs, at WARN, for a
+// record whose effect ran again after an unknown outcome (outcome
+// "rerun", with its storage_key): the window of the retry policy.
+const logRerun = "record done: the effect ran again after an unknown outcome"
+
+// scanLogs reads the lines the consumer wrote since the run started: the
+// EMF lines, each checked by parseEMF, and the rerun lines.
+func (r *run) scanLogs(ctx context.Context) (logScan, error) {
+	scan := logScan{totals: map[string]int{}, reruns: map[string]int{}}
 	since := r.start.Add(-time.Second).UnixMilli()
-	p := cloudwatchlogs.NewFilterLogEventsPaginator(r.logs, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: aws.String("/aws/lambda/" + r.st.Function)})
+	p := cloudwatchlogs.NewFilterLogEventsPaginator(r.logs, &cloudwatchlogs.FilterLogEventsInput{
+		LogGroupName: aws.String("/aws/lambda/" + r.st.Function), StartTime: aws.Int64(since),
+	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, 0, fmt.Errorf("the consumer's logs: %w", err)
+			return logScan{}, fmt.Errorf("the consumer's logs: %w", err)
 		}
 		for _, e := range page.Events {
-			counts, at, ok, err := parseEMF(aws.ToString(e.Message), r.st.Function, r.st.Namespace)
+			msg := aws.ToString(e.Message)
+			if skey, ok := parseRerun(msg); ok {
+				scan.reruns[skey]++
+				continue
+			}
+			counts, at, ok, err := parseEMF(msg, r.st.Function, r.st.Namespace)
 			if err != nil {
-				return nil, 0, fmt.Errorf("EMF line %s: %w", aws.ToString(e.Message), err)
+				return logScan{}, fmt.Errorf("EMF line %s: %w", msg, err)
 			}
 			if !ok || at < since {
 				continue
 			}
-			lines++
+			scan.lines++
 			for m, n := range counts {
-				totals[m] += n
+				scan.totals[m] += n
 			}
 		}
 	}
-	return totals, lines, nil
+	return scan, nil
+}
+
+// parseRerun reads a log line: the storage key of a rerun line.
+func parseRerun(msg string) (skey string, ok bool) {
+	var l struct {
+		Msg        string `json:"msg"`
+		Outcome    string `json:"outcome"`
+		StorageKey string `json:"storage_key"`
+	}
+	if json.Unmarshal([]byte(msg), &l) != nil || l.Msg != logRerun || l.Outcome != idem.Rerun.String() || l.StorageKey == "" {
+		return "", false
+	}
+	return l.StorageKey, true
 }
 
 // parseEMF reads a log line: ok is false for a line that is not EMF. An

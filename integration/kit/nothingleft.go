@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,7 +43,13 @@ func recordPath(stack string) string {
 	return filepath.Join(os.TempDir(), "sqsidem-kit-"+stack+".json")
 }
 
+// remembering serializes remember: two consumers of one stack, proven by
+// parallel tests, record the same stack at once.
+var remembering sync.Mutex
+
 func remember(s Stack) error {
+	remembering.Lock()
+	defer remembering.Unlock()
 	b, err := json.MarshalIndent(record{StackName: s.Name, Resources: s.Resources}, "", "  ")
 	if err != nil {
 		return err

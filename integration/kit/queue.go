@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // SQSAPI is what the kit asks of SQS.
@@ -18,6 +22,8 @@ type SQSAPI interface {
 	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
 var _ SQSAPI = (*sqs.Client)(nil)
@@ -86,20 +92,29 @@ func depth(ctx context.Context, c SQSAPI, url string) (int, error) {
 
 // deadLetters collects what the dead-letter queue holds, by the label of
 // this run's messages; others (earlier runs', strangers) are only counted.
-// It is safe for concurrent use: one receive at a time.
+// It keeps this run's messages, to send back those of a key an operator
+// settled (redrive). It is safe for concurrent use: one receive at a time.
 type deadLetters struct {
 	c   SQSAPI
 	url string
 	run string
 
 	mu     sync.Mutex
-	seen   map[string]bool // message ids
-	labels map[string]int  // this run's labels, by how many messages carry each
-	others int
+	seen   map[string]*dlqMessage // this run's, by message id
+	labels map[string]int         // this run's labels, by how many messages carry each
+	others map[string]bool        // message ids of others
+}
+
+// dlqMessage is a message of this run seen in the dead-letter queue.
+type dlqMessage struct {
+	label  string
+	msg    sqstypes.Message // the last receive's: its receipt handle
+	at     time.Time        // of that receive
+	redone bool             // sent back to the queue and deleted here
 }
 
 func newDeadLetters(c SQSAPI, url, run string) *deadLetters {
-	return &deadLetters{c: c, url: url, run: run, seen: map[string]bool{}, labels: map[string]int{}}
+	return &deadLetters{c: c, url: url, run: run, seen: map[string]*dlqMessage{}, labels: map[string]int{}, others: map[string]bool{}}
 }
 
 // dlqHide is how long a receive hides what it saw, so that the next
@@ -123,14 +138,19 @@ func (d *deadLetters) poll(ctx context.Context) error {
 		fresh := 0
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
-			if d.seen[id] {
+			if seen, ok := d.seen[id]; ok {
+				seen.msg, seen.at = m, time.Now() // a newer receipt handle
 				continue
 			}
-			d.seen[id], fresh = true, fresh+1
+			if d.others[id] {
+				continue
+			}
+			fresh++
 			if run, label, ok := runLabel(m.MessageAttributes); ok && run == d.run {
+				d.seen[id] = &dlqMessage{label: label, msg: m, at: time.Now()}
 				d.labels[label]++
 			} else {
-				d.others++
+				d.others[id] = true
 			}
 		}
 		if fresh == 0 {
@@ -150,9 +170,45 @@ func (d *deadLetters) count(label string) int {
 func (d *deadLetters) snapshot() (map[string]int, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	labels := make(map[string]int, len(d.labels))
-	for l, n := range d.labels {
-		labels[l] = n
+	return maps.Clone(d.labels), len(d.others)
+}
+
+// redrive sends this run's messages labelled with one of labels back to
+// queue and deletes them here, as an operator's redrive does (receive,
+// send back, delete), each once: their receive count starts again, and
+// the fault the kit asked for is not asked again. It
+// returns how many it moved, and how many of them it saw but could not
+// move yet: hidden by a receive longer ago than dlqHide allows for a
+// delete (the next poll sees them again).
+func (d *deadLetters) redrive(ctx context.Context, queue string, labels map[string]bool) (moved, waiting int, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fresh := time.Duration(dlqHide)*time.Second - 5*time.Second
+	for _, id := range slices.Sorted(maps.Keys(d.seen)) {
+		m := d.seen[id]
+		if m.redone || !labels[m.label] {
+			continue
+		}
+		if time.Since(m.at) > fresh {
+			waiting++
+			continue
+		}
+		attrs := map[string]sqstypes.MessageAttributeValue{}
+		for k, v := range m.msg.MessageAttributes {
+			// The fault the kit asked for (a crash on the first receive)
+			// is the kit's instrument, not the message's: the redriven
+			// copy, received first again, would crash once more.
+			if k != consumer.FaultAttribute {
+				attrs[k] = sqstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+			}
+		}
+		if _, err := d.c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: m.msg.Body, MessageAttributes: attrs}); err != nil {
+			return moved, waiting, fmt.Errorf("kit: redrive %s to %s: %w", m.label, queue, err)
+		}
+		if _, err := d.c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(d.url), ReceiptHandle: m.msg.ReceiptHandle}); err != nil {
+			return moved, waiting, fmt.Errorf("kit: redrive %s: deleting it from the dead-letter queue: %w", m.label, err)
+		}
+		m.redone, moved = true, moved+1
 	}
-	return labels, d.others
+	return moved, waiting, nil
 }

@@ -3,7 +3,6 @@ package kit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,11 +12,13 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-// readers lists, by metric, what of the deployed stack reads the
-// consumer's metrics (consumer.MetricNamespace): the dashboards' graphs
-// (from the deployed template: LocalStack keeps no dashboards) and the
-// alarms (as CloudWatch holds them). Each must name this consumer's
-// FunctionName and Namespace.
+// readers lists, by metric, what of the deployed stack reads this
+// consumer's metrics (consumer.MetricNamespace with its FunctionName and
+// Namespace): the dashboards' graphs (from the deployed template:
+// LocalStack keeps no dashboards) and the alarms (as CloudWatch holds
+// them). A stack with several consumers graphs and alarms on each: what
+// names another consumer is that consumer's, not this one's business. It
+// fails when no dashboard graphs this consumer, or no alarm watches it.
 func (r *run) readers(ctx context.Context) (map[string][]string, error) {
 	read := map[string][]string{}
 	var tpl struct {
@@ -49,35 +50,44 @@ func (r *run) readers(ctx context.Context) (map[string][]string, error) {
 		}
 	}
 	if len(read) == 0 {
-		return nil, fmt.Errorf("no dashboard of stack %s graphs a %s metric", r.st.Name, consumer.MetricNamespace)
+		return nil, fmt.Errorf("no dashboard of stack %s graphs a %s metric of this consumer (%s %s, %s %s)",
+			r.st.Name, consumer.MetricNamespace, consumer.DimensionFunctionName, r.st.Function, consumer.DimensionNamespace, r.st.Namespace)
 	}
 	if len(alarms) == 0 {
-		return read, nil
+		return nil, fmt.Errorf("stack %s has no alarm: none watches this consumer's %s metrics", r.st.Name, consumer.MetricNamespace)
 	}
 	out, err := r.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: alarms})
 	if err != nil || len(out.MetricAlarms) != len(alarms) {
 		return nil, fmt.Errorf("the stack's %d alarms: %d found, %v", len(alarms), len(out.MetricAlarms), err)
 	}
-	var errs []error
+	mine := 0
 	for _, a := range out.MetricAlarms {
-		if aws.ToString(a.Namespace) != consumer.MetricNamespace {
-			continue
-		}
 		dims := map[string]string{}
 		for _, d := range a.Dimensions {
 			dims[aws.ToString(d.Name)] = aws.ToString(d.Value)
 		}
-		if dims[consumer.DimensionFunctionName] != r.st.Function || dims[consumer.DimensionNamespace] != r.st.Namespace {
-			errs = append(errs, fmt.Errorf("alarm %s reads %v, not this consumer's (%s, %s)", aws.ToString(a.AlarmName), dims, r.st.Function, r.st.Namespace))
+		if !ofConsumer(aws.ToString(a.Namespace), dims, r.st.Function, r.st.Namespace) {
+			continue
 		}
+		mine++
 		name := aws.ToString(a.MetricName)
 		read[name] = append(read[name], "alarm "+aws.ToString(a.AlarmName))
 	}
-	return read, errors.Join(errs...)
+	if mine == 0 {
+		return nil, fmt.Errorf("none of the stack's %d alarms watches a %s metric of this consumer (%s %s, %s %s)",
+			len(alarms), consumer.MetricNamespace, consumer.DimensionFunctionName, r.st.Function, consumer.DimensionNamespace, r.st.Namespace)
+	}
+	return read, nil
 }
 
-// dashboardMetrics lists the consumer.MetricNamespace metrics a dashboard
-// body graphs; each must be this consumer's (function, namespace).
+// ofConsumer reports whether a metric of namespace ns with dimensions
+// dims is one of the consumer's (function, namespace).
+func ofConsumer(ns string, dims map[string]string, function, namespace string) bool {
+	return ns == consumer.MetricNamespace && dims[consumer.DimensionFunctionName] == function && dims[consumer.DimensionNamespace] == namespace
+}
+
+// dashboardMetrics lists the metrics a dashboard body graphs of the
+// consumer (function, namespace); others' graphs are left out.
 func dashboardMetrics(body, function, namespace string) ([]string, error) {
 	var dash struct {
 		Widgets []struct {
@@ -90,24 +100,24 @@ func dashboardMetrics(body, function, namespace string) ([]string, error) {
 		return nil, fmt.Errorf("dashboard body: %w", err)
 	}
 	var names []string
-	var errs []error
 	for _, w := range dash.Widgets {
 		for _, m := range w.Properties.Metrics {
 			// [namespace, name, dimension, value, ..., {options}]
-			if len(m) < 2 || m[0] != consumer.MetricNamespace {
+			if len(m) < 2 {
 				continue
 			}
-			dims := map[any]any{}
+			dims := map[string]string{}
 			for i := 2; i+1 < len(m); i += 2 {
-				dims[m[i]] = m[i+1]
+				k, _ := m[i].(string)
+				v, _ := m[i+1].(string)
+				dims[k] = v
 			}
-			if dims[consumer.DimensionFunctionName] != function || dims[consumer.DimensionNamespace] != namespace {
-				errs = append(errs, fmt.Errorf("the dashboard graphs %v, not this consumer's (%s, %s)", m, function, namespace))
+			if ns, _ := m[0].(string); ofConsumer(ns, dims, function, namespace) {
+				names = append(names, fmt.Sprint(m[1]))
 			}
-			names = append(names, fmt.Sprint(m[1]))
 		}
 	}
-	return names, errors.Join(errs...)
+	return names, nil
 }
 
 // resolve evaluates the intrinsic functions a CDK dashboard body holds:

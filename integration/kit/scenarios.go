@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
@@ -57,18 +59,21 @@ func (r *run) send(ctx context.Context, t *testing.T, msgs []labelled, copies, s
 
 // A scenario sends its messages in two steps — first, and then once the
 // effect of its keys applied took place — and checks once the queue has
-// drained. Scenarios do not run as parallel subtests: their sends are
-// interleaved by Run, so that they overlap whatever -test.parallel is. A
-// message that crashes the function is sent alone instead, after the
-// queue has drained (faults_scenarios.go).
+// drained: its own check, if any, then each of its keys judged by the
+// consumer's promise (judge.go). Scenarios do not run as parallel
+// subtests: their sends are interleaved by Run, so that they overlap
+// whatever -test.parallel is. A message that crashes the function is sent
+// alone instead, after the queue has drained (faults_scenarios.go).
 type scenario struct {
 	name    string
-	skip    string // why it does not apply to this application; "" runs it
+	skip    string              // why it does not apply to this application; "" runs it
+	plans   map[string]StubPlan // set on the stub before the first messages are sent (partner.go)
 	first   []sending
 	applied []string // keys whose effect takes place before then is sent
 	then    []sending
-	alone   []solo // sent one by one once the others have drained
-	check   func(context.Context, *testing.T)
+	alone   []solo                            // sent one by one once the others have drained
+	check   func(context.Context, *testing.T) // nil: only the keys are judged
+	judged  []keyed
 }
 
 // sending is messages sent copies times in one batch, from senders at once.
@@ -77,12 +82,20 @@ type sending struct {
 	copies, senders int
 }
 
+// applying are keys' valid messages, variant 0, judged as applied.
+func applying(msgs []labelled, keys []string) []keyed {
+	ks := make([]keyed, len(keys))
+	for i, k := range keys {
+		ks[i] = keyed{key: k, in: toApply, labels: []string{msgs[i].label}}
+	}
+	return ks
+}
+
 // scenarios builds the run's scenarios and adds up what they must come to.
 func (r *run) scenarios() []scenario {
-	return []scenario{
-		r.duplicates(), r.senders(), r.mismatch(), r.keyless(), r.malformed(),
-		r.poison(), r.crash("crash before effect", consumer.FaultCrashBefore), r.crash("crash after effect", consumer.FaultCrashAfter),
-	}
+	scs := []scenario{r.duplicates(), r.senders(), r.mismatch(), r.keyless(), r.malformed(), r.poison()}
+	scs = append(scs, r.partner()...)
+	return append(scs, r.crash("crash before effect", consumer.FaultCrashBefore), r.crash("crash after effect", consumer.FaultCrashAfter))
 }
 
 // duplicates: each key twice in one SendMessageBatch, then once more in a
@@ -92,16 +105,16 @@ func (r *run) duplicates() scenario {
 	msgs := r.valid(keys, 0)
 	r.want.sent(len(keys), 3*len(keys))
 	return scenario{name: "duplicates", first: []sending{{msgs, 2, 1}}, applied: keys, then: []sending{{msgs, 1, 1}},
-		check: func(ctx context.Context, t *testing.T) { r.checkApplied(ctx, t, keys, 1) }}
+		judged: applying(msgs, keys)}
 }
 
 // senders: copies of each key from several senders released at the same
 // moment, and side by side in each sender's batches: applied once.
 func (r *run) senders() scenario {
 	keys := r.keys("senders", senderKeys)
+	msgs := r.valid(keys, 0)
 	r.want.sent(len(keys), len(keys)*copiesPerBatch*senders)
-	return scenario{name: "senders", first: []sending{{r.valid(keys, 0), copiesPerBatch, senders}},
-		check: func(ctx context.Context, t *testing.T) { r.checkApplied(ctx, t, keys, 1) }}
+	return scenario{name: "senders", first: []sending{{msgs, copiesPerBatch, senders}}, judged: applying(msgs, keys)}
 }
 
 // mismatch: the key's first payload is applied; the same key with another
@@ -115,10 +128,8 @@ func (r *run) mismatch() scenario {
 	r.want.sent(1, 1)
 	r.want.deadLetter(other[0].label, consumer.MetricMismatch)
 	return scenario{name: "mismatch", first: []sending{{first, 1, 1}}, applied: keys, then: []sending{{other, 1, 1}},
-		check: func(ctx context.Context, t *testing.T) {
-			r.waitDead(ctx, t, other[0].label)
-			r.checkApplied(ctx, t, keys, 1)
-		}}
+		check:  func(ctx context.Context, t *testing.T) { r.waitDead(ctx, t, other[0].label) },
+		judged: applying(first, keys)}
 }
 
 // keyless: a body that is not JSON and a JSON object without the stack's
@@ -154,17 +165,20 @@ func (r *run) malformed() scenario {
 	m := labelled{label: r.label(keys[0], 0), msg: r.app.Malformed(keys[0])}
 	r.want.deadLetter(m.label, consumer.MetricFailed)
 	return scenario{name: "malformed", first: []sending{{[]labelled{m}, 1, 1}},
-		check: func(ctx context.Context, t *testing.T) {
-			r.waitDead(ctx, t, m.label)
-			r.checkApplied(ctx, t, keys, 0)
-		}}
+		check:  func(ctx context.Context, t *testing.T) { r.waitDead(ctx, t, m.label) },
+		judged: []keyed{{key: keys[0], in: toRefuse, labels: []string{m.label}}}}
 }
 
-// sendAll sends every scenario's first messages, waits for the keys they
-// name applied, and sends their then messages.
+// sendAll sets every scenario's stub plans and sends its first messages,
+// waits for the keys they name applied, and sends their then messages.
 func (r *run) sendAll(ctx context.Context, t *testing.T, scs []scenario) {
 	var applied []string
 	for _, sc := range scs {
+		for _, k := range slices.Sorted(maps.Keys(sc.plans)) {
+			if err := SetStubPlan(ctx, k, sc.plans[k]); err != nil {
+				t.Fatalf("%s: %v", sc.name, err)
+			}
+		}
 		for _, s := range sc.first {
 			r.send(ctx, t, s.msgs, s.copies, s.senders)
 		}

@@ -21,6 +21,8 @@ type Stack struct {
 	AWS     aws.Config        // the configuration the kit's clients use
 
 	// The consumer's, from its outputs (Consumer + consumer.Output*).
+	Consumer           string // the construct's id (App.Consumer)
+	ReceiptTable       string // its receipt table: HELD keys are read and settled there
 	QueueURL           string
 	DeadLetterQueueURL string
 	Function           string
@@ -75,6 +77,7 @@ func discover(ctx context.Context, cfn CloudFormationAPI, name, id string) (Stac
 			return s, fmt.Errorf("kit: stack %s: consumer %q has no output %s; its outputs: %v", name, id, o.name, slices.Sorted(maps.Keys(s.Outputs)))
 		}
 	}
+	s.Consumer, s.ReceiptTable = c.ID, c.ReceiptTable
 	s.QueueURL, s.DeadLetterQueueURL, s.Function, s.Namespace, s.Key = c.QueueURL, c.DeadLetterQueueURL, c.FunctionName, c.Namespace, c.Key
 
 	res, err := cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(name)})

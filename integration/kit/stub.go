@@ -29,20 +29,27 @@ const stubMaxQuery = 5 << 10
 // Stub is a partner on 127.0.0.1 for an effect that is an HTTP call (an
 // SMS, an email, a payment): it counts how often each key's effect was
 // applied, so that a probe ([StubApplied]) sees a consumer that calls
-// twice. Its protocol, which a team points its effect's client at:
+// twice, and it fails the way a remote system does when the kit asks it
+// to (a [StubPlan] per key). Its protocol, which a team points its
+// effect's client at:
 //
 //   - POST to any path not under /_kit/, with the header Idempotency-Key: K,
-//     applies the effect for K: K's count goes up by one on every such POST
-//     (the stub does not deduplicate by the header). The answer is 201 with
-//     the JSON {"id":"stub-<n>","key":"K"}, n a sequence number of the
-//     POSTs. Without the header: 400, nothing counted. A body over 1 MiB:
-//     413, nothing counted.
+//     applies the effect for K and answers 201 with the JSON
+//     {"id":"stub-<n>","key":"K"}, n a sequence number of the POSTs: K's
+//     count goes up by one on every such POST (the stub does not
+//     deduplicate by the header, unless K's plan honours it). Without the
+//     header: 400, nothing counted. A body over 1 MiB: 413, nothing
+//     counted. K's plan, if it has one, decides the answer instead (see
+//     StubPlan): a refusal, a lost reply, a late one.
 //   - GET <any prefix>/K (the last path segment, unescaped, is the key):
-//     200 with the answer of K's first POST if K was applied, 404
+//     200 with the answer of K's first applied POST if K was applied, 404
 //     otherwise. This is a consumer's lookup (Reconcile): a client that
 //     POSTs /messages GETs /messages/{key}.
 //   - GET /_kit/applied?key=a&key=b: 200 with the JSON object of every
 //     asked key's count, {"a":1,"b":0}.
+//   - PUT /_kit/plans/K with a StubPlan as JSON: K's POSTs from now on are
+//     answered by the plan (204; 400 for a plan it cannot follow). The kit
+//     sets them before it sends K's message ([SetStubPlan]).
 //   - Any other method: 405. Other paths under /_kit/: 404.
 //
 // An Authorization header is accepted and ignored. A Stub is safe for
@@ -52,9 +59,10 @@ type Stub struct {
 	srv *http.Server
 
 	mu      sync.Mutex
-	seq     int               // POSTs answered
-	applied map[string]int    // key -> POSTs
-	first   map[string]stubOp // key -> its first POST
+	seq     int                  // POSTs applied
+	applied map[string]int       // key -> POSTs applied
+	first   map[string]stubOp    // key -> its first applied POST
+	plans   map[string]*stubPlan // key -> how its POSTs are answered
 
 	closeOnce sync.Once
 	closeErr  error
@@ -86,12 +94,12 @@ func StartStub(addr string) (*Stub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kit: stub: %w", err)
 	}
-	s := &Stub{ln: ln, applied: map[string]int{}, first: map[string]stubOp{}}
+	s := &Stub{ln: ln, applied: map[string]int{}, first: map[string]stubOp{}, plans: map[string]*stubPlan{}}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      StubSlowest + 30*time.Second, // a slow answer's wait, then its write
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -129,17 +137,20 @@ func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 		s.apply(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == "/_kit/applied":
 		stubJSON(w, http.StatusOK, s.Applied(r.URL.Query()["key"]))
+	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, stubPlansPath):
+		s.putPlan(w, r)
 	case r.Method == http.MethodGet && kitPath:
 		http.NotFound(w, r)
 	case r.Method == http.MethodGet:
 		s.lookup(w, r)
 	default:
-		w.Header().Set("Allow", "GET, POST")
+		w.Header().Set("Allow", "GET, POST, PUT")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
 
-// apply counts a POST for its Idempotency-Key.
+// apply answers a POST for its Idempotency-Key: by the key's plan, else
+// applied and 201.
 func (s *Stub) apply(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
@@ -157,14 +168,40 @@ func (s *Stub) apply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.seq++
-	answer, _ := json.Marshal(map[string]string{"id": fmt.Sprintf("stub-%d", s.seq), "key": key})
-	s.applied[key]++
-	if _, ok := s.first[key]; !ok {
-		s.first[key] = stubOp{answer: answer, path: r.URL.Path, size: size}
+	answer, honour := s.next(key)
+	if code, refused := answer.refusal(); refused {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("the kit's plan for this key refuses this request (%d): nothing applied", code), code)
+		return
+	}
+	first, seen := s.first[key]
+	reply := first.answer
+	if !seen || !honour {
+		s.seq++
+		reply, _ = json.Marshal(map[string]string{"id": fmt.Sprintf("stub-%d", s.seq), "key": key})
+		s.applied[key]++
+	}
+	if !seen {
+		s.first[key] = stubOp{answer: reply, path: r.URL.Path, size: size}
 	}
 	s.mu.Unlock()
-	stubWrite(w, http.StatusCreated, answer)
+	switch answer {
+	case StubLose:
+		stubHangUp(w)
+		return
+	case StubSlow:
+		// Until the caller gives up (its deadline), or StubSlowest.
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(StubSlowest):
+		}
+	}
+	status := http.StatusCreated
+	if seen && honour {
+		status = http.StatusOK // the first answer, replayed
+	}
+	stubWrite(w, status, reply)
 }
 
 // lookup answers a key's first POST: the key is the last path segment.
@@ -206,6 +243,10 @@ func stubWrite(w http.ResponseWriter, status int, b []byte) {
 // in requests of under 6 KB; the Stack is not used.
 func StubApplied() func(ctx context.Context, s Stack, keys []string) (map[string]int, error) {
 	return func(ctx context.Context, _ Stack, keys []string) (map[string]int, error) {
+		if isStub, ok := ctx.Value(stubProbeKey{}).(*bool); ok {
+			*isStub = true // Run asks (partner.go)
+			return map[string]int{}, nil
+		}
 		base := os.Getenv(EnvStub)
 		if base == "" {
 			return nil, fmt.Errorf("kit: %s is not set: the base URL of the kit's stub partner (onlocalstack -stub sets it)", EnvStub)

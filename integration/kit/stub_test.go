@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func startStub(t *testing.T) *Stub {
@@ -219,5 +220,114 @@ func TestStubCloseIdempotent(t *testing.T) {
 	}
 	if _, err := http.Get(s.URL() + "/_kit/applied"); err == nil {
 		t.Error("the stub answers after Close")
+	}
+}
+
+// TestStubPlans: a key's plan answers its POSTs in turn, the last
+// repeated: a refusal applies nothing, a lost reply and a late one apply
+// and leave the caller without an answer, an honoured key is applied
+// once; the lookup answers what was applied.
+func TestStubPlans(t *testing.T) {
+	s := startStub(t)
+	t.Setenv(EnvStub, s.URL())
+	post := func(key string, timeout time.Duration) (int, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.URL()+"/hooks", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", key)
+		req.GetBody = nil
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req) // no reused connection
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	plans := map[string]StubPlan{
+		"refused":  {Answers: []StubAnswer{StubRefuse(422), StubApply}},
+		"failing":  {Answers: []StubAnswer{StubRefuse(503)}},
+		"lost":     {Answers: []StubAnswer{StubLose, StubApply}},
+		"late":     {Answers: []StubAnswer{StubSlow, StubApply}},
+		"honoured": {Answers: []StubAnswer{StubLose, StubApply}, Honour: true},
+	}
+	for k, p := range plans {
+		if err := SetStubPlan(t.Context(), k, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		key     string
+		codes   []int // 0: no answer (an error)
+		applied int
+	}{
+		{key: "refused", codes: []int{422, 201, 201}, applied: 2},
+		{key: "failing", codes: []int{503, 503}, applied: 0},
+		{key: "lost", codes: []int{0, 201}, applied: 2},
+		{key: "late", codes: []int{0, 201}, applied: 2},
+		{key: "honoured", codes: []int{0, 200, 200}, applied: 1},
+		{key: "unplanned", codes: []int{201}, applied: 1},
+	} {
+		for i, want := range tc.codes {
+			// The late answer comes once the caller gave up: here, at its
+			// 300 ms deadline; the others at once (a minute bounds them).
+			timeout := time.Minute
+			if tc.key == "late" && i == 0 {
+				timeout = 300 * time.Millisecond
+			}
+			code, err := post(tc.key, timeout)
+			if (want == 0) != (err != nil) || code != want {
+				t.Errorf("%s: POST %d: %d, %v; want %d", tc.key, i+1, code, err, want)
+			}
+		}
+		if n := s.Applied([]string{tc.key})[tc.key]; n != tc.applied {
+			t.Errorf("%s: applied %d times, want %d", tc.key, n, tc.applied)
+		}
+		lookup, _ := stubDo(t, "GET", s.URL()+"/hooks/"+tc.key, "", nil)
+		if want := map[bool]int{true: 200, false: 404}[tc.applied > 0]; lookup != want {
+			t.Errorf("%s: lookup %d, want %d", tc.key, lookup, want)
+		}
+	}
+}
+
+func TestStubPlanRefused(t *testing.T) {
+	s := startStub(t)
+	for _, body := range []string{`{"answers":["maybe"]}`, `{"answers":["refuse:200"]}`, `not json`} {
+		if code, _ := stubDo(t, "PUT", s.URL()+"/_kit/plans/k", "", strings.NewReader(body)); code != http.StatusBadRequest {
+			t.Errorf("PUT %s: %d, want 400", body, code)
+		}
+	}
+	if code, _ := stubDo(t, "PUT", s.URL()+"/_kit/plans/", "", strings.NewReader(`{}`)); code != http.StatusBadRequest {
+		t.Errorf("PUT without a key: %d, want 400", code)
+	}
+	t.Setenv(EnvStub, "")
+	if err := SetStubPlan(t.Context(), "k", StubPlan{}); err == nil || !strings.Contains(err.Error(), EnvStub) {
+		t.Errorf("SetStubPlan without %s: %v", EnvStub, err)
+	}
+}
+
+// TestStubAppliedSaysSo: the kit learns that the probe is the stub's,
+// wrapped or not, without asking the stub; another probe is not.
+func TestStubAppliedSaysSo(t *testing.T) {
+	t.Setenv(EnvStub, "http://127.0.0.1:1")
+	wrapped := func(ctx context.Context, s Stack, keys []string) (map[string]int, error) {
+		return StubApplied()(ctx, s, keys)
+	}
+	other := func(context.Context, Stack, []string) (map[string]int, error) { return nil, nil }
+	for _, tc := range []struct {
+		name  string
+		probe func(context.Context, Stack, []string) (map[string]int, error)
+		skip  string
+	}{
+		{"StubApplied", StubApplied(), ""},
+		{"wrapped", wrapped, ""},
+		{"another probe", other, "App.Applied is not kit.StubApplied"},
+	} {
+		if got := partnerSkip(t.Context(), App{Applied: tc.probe}, Stack{}); (tc.skip == "") != (got == "") || !strings.Contains(got, tc.skip) {
+			t.Errorf("%s: skip %q, want %q", tc.name, got, tc.skip)
+		}
+	}
+	t.Setenv(EnvStub, "")
+	if got := partnerSkip(t.Context(), App{Applied: StubApplied()}, Stack{}); !strings.Contains(got, EnvStub+" is not set") {
+		t.Errorf("no stub: skip %q", got)
 	}
 }

@@ -1,8 +1,15 @@
-// Command infra is the hotel's CDK app (cdk.json): its reservations table
-// and an exactly-once consumer (infra/exactlyonce) that confirms bookings
-// into it. The construct builds the consumer (./consumer) when the app
-// synthesizes: for Lambda's arm64, or, under `go tool onlocalstack`, for
-// this machine with LocalStack's preset.
+// Command infra is the hotel's CDK app (cdk.json): one stack with its
+// reservations table and two consumers (infra/exactlyonce): Bookings
+// confirms bookings into the table (transactional: exactly once), and
+// Notifications posts each confirmed booking to the agency's webhook
+// (lease mode, retry, no reconcile: at least once). The construct builds
+// each consumer (./consumer, ./notifications) when the app synthesizes:
+// for Lambda's arm64, or, under `go tool onlocalstack`, for this machine
+// with LocalStack's preset.
+//
+// Context (-c key=value):
+//
+//	webhookUrl  the agency's webhook (required; WEBHOOK_URL)
 package main
 
 import (
@@ -30,6 +37,10 @@ func main() {
 
 func run() error {
 	app := awscdk.NewApp(nil)
+	webhook, _ := app.Node().TryGetContext(jsii.String("webhookUrl")).(string)
+	if !consumer.IsHTTPURL(webhook) {
+		return fmt.Errorf("-c webhookUrl=%q: want the agency's webhook, an absolute http(s) URL", webhook)
+	}
 	// An example: destroying the stack deletes its data too. A real
 	// service keeps the default, RemovalPolicy_RETAIN.
 	// Key: the business key, passed to the function (IDEM_KEY) and output
@@ -57,6 +68,22 @@ func run() error {
 		Nag:         true, // cdk-nag's packs on the consumer's resources: a finding fails the synth
 	})
 	reservations.Grant(bookings.Function, jsii.String("dynamodb:UpdateItem"))
+
+	// The second consumer, its own queue, receipts, alarms and dashboard
+	// (Notifications + consumer.Output*): a lease-mode effect, a call to an
+	// endpoint that cannot be asked, so no Reconcile; retry runs an
+	// unknown outcome again, counted (Rerun), and the agency deduplicates
+	// by the Idempotency-Key.
+	exactlyonce.NewConsumer(stack, "Notifications", &exactlyonce.ConsumerProps{
+		Main: "./notifications",
+		Config: exactlyonce.Config{
+			Mode: consumer.ModeLease, UnknownOutcome: consumer.UnknownRetry,
+			Namespace: hotel.NotificationsNamespace, Key: hotel.KeyField,
+			RemovalPolicy: cfg.RemovalPolicy,
+		},
+		Environment: map[string]*string{hotel.EnvWebhookURL: jsii.String(webhook)},
+		Nag:         true,
+	})
 
 	app.Synth(nil)
 	return nil
