@@ -73,7 +73,7 @@ type logScan struct {
 // logRerun is the message of the line sqsbatch logs, at WARN, for a
 // record whose effect ran again after an unknown outcome (outcome
 // "rerun", with its storage_key): the window of the retry policy.
-const logRerun = "record done: the effect ran again after an unknown outcome"
+const logRerun = consumer.LogRerun
 
 // scanLogs reads the lines the consumer wrote since the run started: the
 // EMF lines, each checked by parseEMF, and the rerun lines.

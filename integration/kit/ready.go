@@ -40,6 +40,11 @@ const emptyEvent = `{"Records":[]}`
 // ReadyTimeout, for its latest init line, which it checks against the
 // function's environment env and the stack's namespace.
 func readPromise(ctx context.Context, fn LambdaAPI, logs LogsAPI, function, namespace string, env map[string]string) (promise, error) {
+	if lvl := strings.ToUpper(env[consumer.EnvLogLevel]); lvl == "ERROR" {
+		// The runtime writes its init line whatever the level, but not the
+		// re-run lines (WARN) the judge counts.
+		return promise{}, fmt.Errorf("kit: %s has %s=%s, which drops the re-run lines (WARN) the kit counts: prove it at INFO or WARN", function, consumer.EnvLogLevel, lvl)
+	}
 	out, err := fn.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(function), Payload: []byte(emptyEvent)})
 	if err != nil {
 		return promise{}, fmt.Errorf("kit: invoking %s with an empty event, for its init line (lambda:InvokeFunction): %w", function, err)
@@ -60,9 +65,6 @@ func readPromise(ctx context.Context, fn LambdaAPI, logs LogsAPI, function, name
 		}
 		select {
 		case <-ctx.Done():
-			if lvl := strings.ToUpper(env[consumer.EnvLogLevel]); lvl == "WARN" || lvl == "ERROR" {
-				return promise{}, fmt.Errorf("%w — or, here, its %s=%s, which drops the line (logged at INFO): prove it at INFO (the construct's default)", ErrNoReadyLine, consumer.EnvLogLevel, lvl)
-			}
 			return promise{}, fmt.Errorf("%w (waited %s in /aws/lambda/%s after an invocation)", ErrNoReadyLine, ReadyTimeout, function)
 		case <-time.After(time.Second):
 		}

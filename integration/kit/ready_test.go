@@ -81,8 +81,8 @@ func TestReadPromise(t *testing.T) {
 			err: "answered an empty event with an error (Unhandled)"},
 		{name: "an older runtime: no line", events: []cwltypes.FilteredLogEvent{event(1, `{"msg":"record done"}`)},
 			err: ErrNoReadyLine.Error(), noLine: true},
-		{name: "a level that drops the line", env: map[string]string{consumer.EnvLogLevel: "warn"},
-			err: "its LOG_LEVEL=WARN, which drops the line", noLine: true},
+		{name: "a level that drops the re-run lines", env: map[string]string{consumer.EnvLogLevel: "error"},
+			err: "LOG_LEVEL=ERROR, which drops the re-run lines (WARN)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := &fakeLambda{name: "fn", fnErr: tc.fnErr}

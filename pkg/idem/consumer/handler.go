@@ -125,11 +125,22 @@ func New(cfg Config, store idem.Store, eff Effect, opts ...Option) (*Handler, er
 		return nil, fmt.Errorf("consumer: batch handler: %w", err)
 	}
 	reconciles := eff.Reconcile != nil && cfg.Mode == ModeLease
-	o.logger.LogAttrs(context.Background(), slog.LevelInfo, LogReady,
+	o.logger.LogAttrs(context.Background(), readyLevel(o.logger), LogReady,
 		slog.String(ReadyMode, cfg.Mode), slog.String(ReadyUnknownOutcome, cfg.UnknownOutcome),
 		slog.Bool(ReadyReconcile, reconciles), slog.String(ReadyGuarantee, Guarantee(cfg.Mode, cfg.UnknownOutcome, reconciles)),
 		slog.String(ReadyNamespace, cfg.Namespace), slog.String(ReadyStore, cmp.Or(cfg.Store, DefaultStore)))
 	return h, nil
+}
+
+// readyLevel is the level of the LogReady line: INFO, or the lowest level
+// l writes when it drops INFO (LOG_LEVEL=WARN), so that a proof can read
+// what the consumer promises whatever its log level.
+func readyLevel(l *slog.Logger) slog.Level {
+	level := slog.LevelInfo
+	for level < slog.LevelError && !l.Enabled(context.Background(), level) {
+		level += slog.LevelWarn - slog.LevelInfo
+	}
+	return level
 }
 
 // batchState is what the record hook adds to, one per Handle call.

@@ -92,6 +92,11 @@ func Guarantee(mode, unknown string, reconciles bool) string {
 // configuration a proof reads from the deployed function itself.
 const LogReady = "consumer ready"
 
+// LogRerun is the message of the WARN line of a record whose effect ran
+// again after an unknown outcome (outcome "rerun", with its storage_key):
+// sqsbatch.LogRerun, named here with the other names a proof reads.
+const LogRerun = sqsbatch.LogRerun
+
 // The attributes of the LogReady line.
 const (
 	ReadyMode           = "mode"            // IDEM_MODE

@@ -160,3 +160,17 @@ func TestReadyLine(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyLineWhateverTheLevel: LOG_LEVEL=WARN drops INFO lines, not the
+// ready line, which a proof reads.
+func TestReadyLineWhateverTheLevel(t *testing.T) {
+	var logs bytes.Buffer
+	eff := Effect{Lease: func(context.Context, string, events.SQSMessage) ([]byte, error) { return nil, nil }}
+	l := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if _, err := New(loaded(t), idemtest.NewMemoryStore(), eff, WithLogger(l)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"`+LogReady+`"`) || !strings.Contains(logs.String(), `"level":"WARN"`) {
+		t.Fatalf("logs at WARN: %q; want the ready line, at WARN", logs.String())
+	}
+}

@@ -130,6 +130,12 @@ func (h *Handler) runUnit(ctx, late context.Context, log *slog.Logger, records [
 	}
 }
 
+// LogRerun is the message of the WARN line a record with outcome
+// idem.Rerun is logged with (attributes message_id, outcome "rerun",
+// attempts, storage_key): what an operator, or a proof, looks for to
+// find the keys whose effect may have run twice.
+const LogRerun = "record done: the effect ran again after an unknown outcome"
+
 // done logs a record's result and passes it to the hook.
 func (h *Handler) done(ctx context.Context, log *slog.Logger, r RecordResult) {
 	h.logRecord(ctx, log, r)
@@ -245,7 +251,7 @@ func (h *Handler) logRecord(ctx context.Context, log *slog.Logger, r RecordResul
 	if r.Outcome == idem.Rerun {
 		// The window of retry, entered: the effect may now have taken
 		// place twice. Operators count it (metric Rerun) and look here.
-		log.LogAttrs(ctx, slog.LevelWarn, "record done: the effect ran again after an unknown outcome", attrs...)
+		log.LogAttrs(ctx, slog.LevelWarn, LogRerun, attrs...)
 		return
 	}
 	if r.Requeued {
