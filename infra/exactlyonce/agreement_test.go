@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/exactlyonce/sqsidem/infra/exactlyonce"
@@ -30,6 +31,13 @@ func TestRuntimeAgreement(t *testing.T) {
 		"hold":        {Config: exactlyonce.Config{UnknownOutcome: consumer.UnknownHold}},
 		"environment": {Config: exactlyonce.Config{Namespace: "charges"}, Environment: own},
 		"alarm topic": {Config: exactlyonce.Config{AlarmTopicARN: "arn:aws:sns:eu-west-1:123456789012:alarms"}},
+		"provisioned": {Config: exactlyonce.Config{MinPollers: 10, MaxPollers: 100}},
+		// Lambda tells the process its concurrency: no variable of ours.
+		"managed instances": {
+			Config: exactlyonce.Config{ManagedInstances: exactlyonce.ManagedInstances{Concurrency: 8}},
+			Instances: &exactlyonce.Instances{CapacityProvider: awslambda.CapacityProvider_FromCapacityProviderArn(
+				newStack(), jsii.String("Shared"), jsii.String(sharedProviderARN))},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, tpl := synthConsumer(t, props)

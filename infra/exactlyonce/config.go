@@ -62,15 +62,36 @@ type Config struct {
 	// BatchSize is the SQS batch size of the event source mapping (1..10);
 	// the consumer processes a batch with this much concurrency.
 	BatchSize int
-	// MaxConcurrency caps concurrent consumer invocations (ESM scaling config).
+	// MaxConcurrency caps concurrent consumer invocations (ESM scaling
+	// config), in standard mode. With provisioned pollers (MinPollers,
+	// MaxPollers) it must be 0: the service refuses a mapping with both,
+	// and MaxPollers bounds the concurrency instead; WithDefaults then
+	// leaves it 0.
 	MaxConcurrency int
+	// MinPollers and MaxPollers turn on the event source mapping's
+	// provisioned mode: dedicated event pollers, at least MinPollers (2..200)
+	// and at most MaxPollers (2..2000), each invoking up to 10 batches at
+	// once; Lambda scales between the two. Setting either turns it on; the
+	// other then takes the service's default (2, 200). Both 0: standard
+	// mode, scaled by Lambda up to MaxConcurrency.
+	MinPollers int
+	MaxPollers int
 	// ReservedConcurrency reserves (and caps) the consumer's concurrency; 0
-	// reserves none. It must be >= MaxConcurrency: below it Lambda throttles
-	// the mapping's invocations, and a throttled batch goes back to the queue
-	// with its receive count raised, so healthy messages reach the DLQ.
+	// reserves none. It must be at least the batches the mapping invokes at
+	// once (MappingConcurrency): below it Lambda throttles the mapping's
+	// invocations, and a throttled batch goes back to the queue with its
+	// receive count raised, so healthy messages reach the DLQ. Not on
+	// Managed Instances (there ManagedInstances.MaxEnvironments caps it).
 	ReservedConcurrency int
-	// MemoryMB is the consumer's memory.
+	// MemoryMB is the consumer's memory: 128..10240 on Lambda's default
+	// compute; on Managed Instances an execution environment's, 2048..32768
+	// and whole vCPUs of ManagedInstances.MemoryGiBPerVCPU (default: one).
 	MemoryMB int
+	// ManagedInstances runs the consumer on Lambda Managed Instances when
+	// its Concurrency is set (the capacity provider is
+	// ConsumerProps.Instances): one execution environment, one process,
+	// runs Concurrency invocations at once. Zero: Lambda's default compute.
+	ManagedInstances ManagedInstances
 	// SafetyMargin is subtracted from the invocation deadline when the
 	// library sizes its lease, so a lease never outlives the invocation.
 	SafetyMargin time.Duration
@@ -125,7 +146,9 @@ type Config struct {
 
 // DefaultConfig is the production profile, and the value of every field a
 // Config leaves zero (except ReservedConcurrency and AlarmTopicARN, whose
-// zero means none).
+// zero means none; MinPollers, MaxPollers and ManagedInstances, whose zero
+// is the default compute and standard mode; and MaxConcurrency in
+// provisioned mode, where it must stay 0).
 func DefaultConfig() Config {
 	return Config{
 		FunctionTimeout:  30 * time.Second,
@@ -147,7 +170,10 @@ func DefaultConfig() Config {
 	}
 }
 
-// WithDefaults returns c with every zero field set from DefaultConfig.
+// WithDefaults returns c with every zero field set from DefaultConfig; in
+// provisioned mode MinPollers and MaxPollers take the service's defaults (2
+// and 200) and MaxConcurrency stays as it is, and on Managed Instances
+// MemoryGiBPerVCPU takes 2 and MemoryMB one vCPU of it (at least 2048).
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.FunctionTimeout, d.FunctionTimeout)
@@ -156,7 +182,19 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.ReceiptRetention, d.ReceiptRetention)
 	orDefault(&c.DLQRetention, d.DLQRetention)
 	orDefault(&c.BatchSize, d.BatchSize)
-	orDefault(&c.MaxConcurrency, d.MaxConcurrency)
+	if c.Provisioned() {
+		// The service's defaults, written out so that the template,
+		// the dashboard and Validate see the numbers in force.
+		orDefault(&c.MinPollers, defaultMinPollers)
+		orDefault(&c.MaxPollers, defaultMaxPollers)
+	} else {
+		orDefault(&c.MaxConcurrency, d.MaxConcurrency)
+	}
+	if c.OnManagedInstances() {
+		orDefault(&c.ManagedInstances.MemoryGiBPerVCPU, defaultMemoryGiBPerVCPU)
+		// One vCPU, and at least the 2 GiB an environment needs.
+		orDefault(&c.MemoryMB, max(managedMinMemoryMB, c.ManagedInstances.MemoryGiBPerVCPU*1024))
+	}
 	orDefault(&c.MemoryMB, d.MemoryMB)
 	orDefault(&c.SafetyMargin, d.SafetyMargin)
 	orDefault(&c.Mode, d.Mode)
@@ -203,8 +241,10 @@ func (c Config) Validate() error {
 	case t%time.Second != 0:
 		// CloudFormation takes whole seconds for both Lambda and SQS.
 		bad("FunctionTimeout must be whole seconds, got %s", t)
-	case t > 15*time.Minute:
+	case t > 15*time.Minute && !c.OnManagedInstances():
 		bad("FunctionTimeout must be at most 15m (Lambda limit), got %s", t)
+	case t > managedMaxTimeout:
+		bad("FunctionTimeout must be at most 90m on Managed Instances (their limit for invocations by an event source mapping), got %s", t)
 	}
 	if c.SafetyMargin <= 0 {
 		bad("SafetyMargin must be positive, got %s", c.SafetyMargin)
@@ -219,16 +259,7 @@ func (c Config) Validate() error {
 		// Above 10 SQS requires a batching window; not worth it here.
 		bad("BatchSize must be in 1..10, got %d", c.BatchSize)
 	}
-	if c.MaxConcurrency < 2 || c.MaxConcurrency > 1000 {
-		bad("MaxConcurrency must be in 2..1000 (AWS minimum is 2), got %d", c.MaxConcurrency)
-	}
-	if c.ReservedConcurrency < 0 || (c.ReservedConcurrency > 0 && c.ReservedConcurrency < c.MaxConcurrency) {
-		bad("ReservedConcurrency (%d) must be 0 (none) or >= MaxConcurrency (%d): throttled batches return to the queue and count towards MaxReceiveCount",
-			c.ReservedConcurrency, c.MaxConcurrency)
-	}
-	if c.MemoryMB < 128 || c.MemoryMB > 10240 {
-		bad("MemoryMB must be in 128..10240, got %d", c.MemoryMB)
-	}
+	errs = append(errs, c.validateScaling()...)
 	if c.QueueRetention < time.Minute || c.QueueRetention > 14*24*time.Hour {
 		bad("QueueRetention must be in 1m..14d, got %s", c.QueueRetention)
 	}

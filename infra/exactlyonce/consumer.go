@@ -72,6 +72,11 @@ type ConsumerProps struct {
 	// a clean consumer reports nothing. Leave it off when the app applies
 	// the packs to the whole stack, or each finding shows twice.
 	Nag bool
+	// Instances is where the consumer runs on Lambda Managed Instances: an
+	// existing capacity provider, or the subnets and security groups of
+	// the one the construct creates (Consumer.CapacityProvider). Required
+	// with Config.ManagedInstances, refused without it.
+	Instances *Instances
 }
 
 // Consumer is an exactly-once SQS consumer: a queue with a dead-letter
@@ -91,8 +96,15 @@ type Consumer struct {
 	Function  awslambda.Function
 	Alarms    []awscloudwatch.Alarm
 	Dashboard awscloudwatch.Dashboard
+	// CapacityProvider is the capacity provider the function runs on
+	// (props.Instances' or the one created for it); nil on Lambda's
+	// default compute.
+	CapacityProvider awslambda.ICapacityProvider
 
 	key awskms.IKey
+	// mappingID is the event source mapping's UUID, the dimension of its
+	// metrics.
+	mappingID *string
 }
 
 // receiptActions: the idem library (pkg/idem/dynamostore) calls only GetItem
@@ -121,7 +133,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 		errs = append(errs, fmt.Errorf("props.Environment must not set %s: NewConsumer derives them from Config", strings.Join(env, ", ")))
 	}
 	key, keyErr := encryptionKey(props.EncryptionKey, props.Key)
-	errs = append(errs, checkSecrets(props), keyErr)
+	errs = append(errs, checkSecrets(props), keyErr, checkInstances(cfg, props.Instances))
 	if err := errors.Join(errs...); err != nil {
 		panic(fmt.Sprintf("exactlyonce: invalid consumer %q: %v", id, err))
 	}
@@ -214,7 +226,7 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	}
 	code := c.code(props, env)
 
-	c.Function = NewFunction(c, "Consumer", &FunctionProps{
+	c.Function = NewFunction(c, functionID(cfg), &FunctionProps{
 		Code:                code,
 		Timeout:             cfg.FunctionTimeout,
 		MemoryMB:            cfg.MemoryMB,
@@ -226,6 +238,9 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 		Tracing:             cfg.Tracing,
 		NoDLQReason:         "Invoked only synchronously, by the SQS event source mapping; failed messages go to the consumer's dead-letter queue through its queue's redrive policy.",
 	})
+	if props.Instances != nil {
+		c.runOnInstances(props.Instances)
+	}
 	c.Receipts.Grant(c.Function, *jsii.Strings(receiptActions...)...)
 	for _, secret := range props.Secrets {
 		secret.GrantRead(c.Function, nil)
@@ -237,16 +252,38 @@ func (c *Consumer) addFunction(props *ConsumerProps) {
 	// the runtime also sends a copy that met a slow holder on its last
 	// receive back to this queue, delayed (sqsbatch.WithRequeue).
 	c.Queue.Grant(c.Function, jsii.String("sqs:SendMessage"))
-	c.Function.AddEventSource(awslambdaeventsources.NewSqsEventSource(c.Queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(cfg.BatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(cfg.MaxConcurrency),
-	}))
+	source := awslambdaeventsources.NewSqsEventSource(c.Queue, mappingProps(cfg))
+	c.Function.AddEventSource(source)
+	c.mappingID = source.EventSourceMappingId()
 	// The mapping is a child of the function (reached by applyToChildren).
 	cdknag.NagSuppressions_AddResourceSuppressions(c.Function, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("Serverless-LambdaEventSourceMappingDestination"),
 		Reason: jsii.String("SQS event source mappings do not support OnFailure destinations; failed messages go to the consumer's dead-letter queue after MaxReceiveCount receives."),
 	}}, jsii.Bool(true))
+}
+
+// mappingProps is the event source mapping: batches of BatchSize with
+// partial batch responses, scaled by Lambda up to MaxConcurrency, or in
+// provisioned mode by its pollers between MinPollers and MaxPollers. In
+// provisioned mode the mapping also publishes its event counts
+// (MetricsConfig EventCount: PolledEventCount, InvokedEventCount,
+// FailedInvokeEventCount, DeletedEventCount), which the dashboard sets
+// beside its ProvisionedPollers to size them.
+func mappingProps(cfg Config) *awslambdaeventsources.SqsEventSourceProps {
+	props := &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(cfg.BatchSize),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}
+	if !cfg.Provisioned() {
+		props.MaxConcurrency = jsii.Number(cfg.MaxConcurrency)
+		return props
+	}
+	props.ProvisionedPollerConfig = &awslambda.ProvisionedPollerConfig{
+		MinimumPollers: jsii.Number(cfg.MinPollers),
+		MaximumPollers: jsii.Number(cfg.MaxPollers),
+	}
+	props.MetricsConfig = &awslambda.MetricsConfig{Metrics: &[]awslambda.MetricType{awslambda.MetricType_EVENT_COUNT}}
+	return props
 }
 
 // GrantSend lets grantee send messages to the queue (and use the key to do

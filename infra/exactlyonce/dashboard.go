@@ -1,6 +1,8 @@
 package exactlyonce
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -18,8 +20,9 @@ const (
 
 // addDashboard: the alarms' state first, then what the library did with the
 // records (the normal outcomes, the ones that need a look, and what became
-// of unknown outcomes), the queues, and the consumer function. Add rows
-// with c.Dashboard.AddWidgets, e.g. FunctionWidgets of a producer.
+// of unknown outcomes), the queues, the consumer function, and in
+// provisioned mode the mapping's pollers. Add rows with
+// c.Dashboard.AddWidgets, e.g. FunctionWidgets of a producer.
 func (c *Consumer) addDashboard() {
 	c.Dashboard = awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
@@ -72,6 +75,52 @@ func (c *Consumer) addDashboard() {
 		}, nil),
 	)
 	c.Dashboard.AddWidgets(FunctionWidgets(c.Function, "Consumer")...)
+	if c.Config.Provisioned() {
+		c.Dashboard.AddWidgets(c.pollerWidgets()...)
+	}
+}
+
+// pollerWidgets is the row an operator sizes provisioned pollers by, beside
+// the queue's depth and age and the function's concurrency above: the
+// pollers running (ProvisionedPollers) against MinPollers and MaxPollers
+// and against the pollers the function's concurrency needs (up to 10
+// batches at once each), and what the mapping did with the messages (its
+// EventCount metrics). Each is an AWS/Lambda metric of the mapping
+// (dimension EventSourceMappingUUID).
+func (c *Consumer) pollerWidgets() []awscloudwatch.IWidget {
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	mapping := func(name, statistic, label string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:     jsii.String("AWS/Lambda"),
+			MetricName:    jsii.String(name),
+			DimensionsMap: &map[string]*string{"EventSourceMappingUUID": c.mappingID},
+			Statistic:     jsii.String(statistic),
+			Period:        minute,
+			Label:         jsii.String(label),
+		})
+	}
+	needed := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(fmt.Sprintf("CEIL(concurrency / %d)", invokesPerPoller)),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"concurrency": c.Function.Metric(jsii.String("ConcurrentExecutions"), &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute}),
+		},
+		Label:  jsii.String(fmt.Sprintf("pollers the concurrency needs (concurrent executions / %d)", invokesPerPoller)),
+		Period: minute,
+	})
+	return []awscloudwatch.IWidget{
+		graph("Event source: provisioned pollers", gridWidth/2, &[]awscloudwatch.IMetric{
+			mapping("ProvisionedPollers", "Maximum", "pollers running"), needed,
+		}, &[]*awscloudwatch.HorizontalAnnotation{
+			{Value: jsii.Number(c.Config.MinPollers), Label: jsii.String("MinPollers")},
+			{Value: jsii.Number(c.Config.MaxPollers), Label: jsii.String("MaxPollers")},
+		}),
+		graph("Event source: messages (count per minute)", gridWidth/2, &[]awscloudwatch.IMetric{
+			mapping("PolledEventCount", "Sum", "polled"),
+			mapping("InvokedEventCount", "Sum", "invoked"),
+			mapping("DeletedEventCount", "Sum", "deleted (done)"),
+			mapping("FailedInvokeEventCount", "Sum", "failed (or with batch item failures)"),
+		}, nil),
+	}
 }
 
 // FunctionWidgets is a dashboard row for a function: errors and throttles,

@@ -91,6 +91,20 @@
 // "sqsidem"; what became of unknown outcomes, Reconciled, Rerun and Held,
 // in a graph of their own), the queues and the function.
 //
+// Past one function instance: Config.MinPollers and MaxPollers put the
+// event source mapping in provisioned mode (dedicated pollers, each
+// invoking up to 10 batches at once; MaxConcurrency must then be 0, as
+// the service refuses both), and the dashboard gains a row to size them
+// by. Config.ManagedInstances runs the function on Lambda Managed
+// Instances, on an existing capacity provider or one the construct creates
+// in the given subnets and security groups (ConsumerProps.Instances),
+// where one process runs ManagedInstances.Concurrency invocations at once
+// (Lambda's AWS_LAMBDA_MAX_CONCURRENCY, which aws-lambda-go reads). In
+// both, Validate refuses whatever would cap the function below what the
+// mapping invokes (throttled batches reach the DLQ), and the service's
+// limits, each error naming the setting; the visibility rule holds
+// unchanged.
+//
 // Tracing: Config.Tracing is the consumer's X-Ray mode,
 // awslambda.Tracing_ACTIVE by default; Tracing_PASS_THROUGH traces only
 // requests a caller sampled, and Tracing_DISABLED turns X-Ray off, leaving

@@ -41,6 +41,33 @@ func TestNagClean(t *testing.T) {
 				},
 			}
 		},
+		"provisioned pollers": func(awscdk.Stack) exactlyonce.ConsumerProps {
+			return exactlyonce.ConsumerProps{Config: exactlyonce.Config{MinPollers: 10, MaxPollers: 100}}
+		},
+		// The VPC is the app's (outside the consumer, not checked here).
+		"managed instances, created capacity provider": func(stack awscdk.Stack) exactlyonce.ConsumerProps {
+			subnets, groups := network(stack)
+			return exactlyonce.ConsumerProps{
+				Config:    exactlyonce.Config{ManagedInstances: exactlyonce.ManagedInstances{Concurrency: 8}},
+				Instances: &exactlyonce.Instances{Subnets: subnets, SecurityGroups: groups},
+			}
+		},
+		"managed instances, customer-managed key": func(stack awscdk.Stack) exactlyonce.ConsumerProps {
+			subnets, groups := network(stack)
+			return exactlyonce.ConsumerProps{
+				Config:        exactlyonce.Config{ManagedInstances: exactlyonce.ManagedInstances{Concurrency: 8}},
+				Instances:     &exactlyonce.Instances{Subnets: subnets, SecurityGroups: groups},
+				EncryptionKey: exactlyonce.NewKey(stack, "Key", awscdk.RemovalPolicy_DESTROY),
+			}
+		},
+		"managed instances, existing capacity provider, pollers": func(stack awscdk.Stack) exactlyonce.ConsumerProps {
+			return exactlyonce.ConsumerProps{
+				Config: exactlyonce.Config{ManagedInstances: exactlyonce.ManagedInstances{Concurrency: 8}, MaxPollers: 20},
+				Instances: &exactlyonce.Instances{
+					CapacityProvider: awslambda.CapacityProvider_FromCapacityProviderArn(stack, jsii.String("Shared"), jsii.String(sharedProviderARN)),
+				},
+			}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			stack := newStack()
