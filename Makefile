@@ -273,6 +273,10 @@ bench-quick: deps ## the in-process request-count benchmarks, then a 1-repeat si
 	@$(MAKE) --no-print-directory build/host/consumer
 	go run ./integration/bench/cmd/bench -quick
 
+.PHONY: bench-cost
+bench-cost: ## the cost of a million messages (on demand, provisioned pollers, Managed Instances) from the last make bench's figures
+	go run ./integration/bench/cmd/cost
+
 .PHONY: demo
 demo: emulators build $(SYNTH_FOR_ENDPOINT) ## run producer -> queue -> consumers on local emulators (or the LocalStack at AWS_ENDPOINT_URL) and print the report
 	go run ./integration/cmd/demo

@@ -15,24 +15,16 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/driver"
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 	"github.com/exactlyonce/sqsidem/pkg/idem/sqsbatch"
 )
 
-// runBatch runs batch-new and batch-dup: R SQS events of 10 records, one
-// after the other, each a fresh invocation, through sqsbatch.
+// runBatch runs batch-new, batch-dup and batch-tx-new: R SQS events of 10
+// records, one after the other, each a fresh invocation, through sqsbatch
+// (or, with --floor, each event's records' requests sent at once).
 func runBatch(ctx context.Context, e *env, a args, out *driver.Result) (string, error) {
-	opts := []sqsbatch.Option{
-		sqsbatch.WithConcurrency(a.workers),
-		// Powertools logs nothing per record; sqsbatch logs every record at
-		// INFO. Warnings and errors still reach stderr.
-		sqsbatch.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	}
-	if a.validation == "off" {
-		opts = append(opts, sqsbatch.WithPayload(func(events.SQSMessage) []byte { return nil }))
-	}
-	h, err := sqsbatch.New(e.guard, orderKey, func(_ context.Context, _ string, msg events.SQSMessage) ([]byte, error) {
-		return e.effects.effect(msg.Body)
-	}, opts...)
+	tx := a.scenario == driver.BatchTxNew
+	h, err := e.batchHandler(a, tx)
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +58,25 @@ func runBatch(ctx context.Context, e *env, a args, out *driver.Result) (string, 
 		}
 	}
 	ks := keys(a.keyPrefix, "", a.events*driver.BatchSize)
-	isNew := a.scenario == driver.BatchNew
+	isNew := a.scenario != driver.BatchDup
+	if a.floor {
+		callNew, _ := e.leaseCalls(a.validation == "on")
+		if tx {
+			x, err := ledgerExpr()
+			if err != nil {
+				return "", err
+			}
+			callNew, _ = e.txCalls(a.validation == "on", x)
+		}
+		var groups [][]string
+		for i := 0; i < len(ks); i += driver.BatchSize {
+			groups = append(groups, ks[i:min(i+driver.BatchSize, len(ks))])
+		}
+		failure, err := e.runFloor(ctx, a, out, tx, callNew, groups)
+		out.PerEventSeconds = out.Seconds / float64(a.events)
+		out.Events, out.BatchSize = a.events, driver.BatchSize
+		return failure, err
+	}
 	if !isNew {
 		if n, err := runEvents(eventsFor(ks, "seed")); n > 0 || err != nil {
 			return "", fmt.Errorf("seeding failed: %d record failures, first: %v", n, err)
@@ -88,6 +98,40 @@ func runBatch(ctx context.Context, e *env, a args, out *driver.Result) (string, 
 	out.PerEventSeconds = out.Seconds / float64(a.events)
 	out.Events, out.BatchSize = a.events, driver.BatchSize
 	return checkEffects(isNew, ks, e.effects.reset(), failed, first), nil
+}
+
+// batchHandler is the sqsbatch.Handler of the batch scenarios, as the
+// consumer builds it: lease mode (New), or transactional (NewTx) with the
+// ledger write of tx-new as each record's effect.
+func (e *env) batchHandler(a args, tx bool) (*sqsbatch.Handler, error) {
+	opts := []sqsbatch.Option{
+		sqsbatch.WithConcurrency(a.workers),
+		// Powertools logs nothing per record; sqsbatch logs every record at
+		// INFO. Warnings and errors still reach stderr.
+		sqsbatch.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	}
+	if a.validation == "off" {
+		opts = append(opts, sqsbatch.WithPayload(func(events.SQSMessage) []byte { return nil }))
+	}
+	if !tx {
+		return sqsbatch.New(e.guard, orderKey, func(_ context.Context, _ string, msg events.SQSMessage) ([]byte, error) {
+			return e.effects.effect(msg.Body)
+		}, opts...)
+	}
+	x, err := ledgerExpr()
+	if err != nil {
+		return nil, err
+	}
+	// A TxFunc runs for duplicates too: the effect counts when the commit
+	// reports Executed.
+	opts = append(opts, sqsbatch.WithRecordHook(func(_ context.Context, r sqsbatch.RecordResult) {
+		if r.Outcome == idem.Executed {
+			e.effects.hit(r.Key)
+		}
+	}))
+	return sqsbatch.NewTx(e.guard, orderKey, func(_ context.Context, key string, _ events.SQSMessage) (idem.TxEffect, error) {
+		return idem.TxEffect{Writes: []any{e.ledgerWrite(x, key)}, Result: expectedResult(key)}, nil
+	}, opts...)
 }
 
 // invoke is one Lambda invocation: a context with the deadline and the

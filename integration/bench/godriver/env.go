@@ -41,17 +41,18 @@ const (
 // env is what every scenario uses: one client, store and Guard, as a Lambda
 // builds them at init.
 type env struct {
-	client  *dynamodb.Client
-	counter *counter
-	store   *dynamostore.Store
-	guard   *idem.Guard
-	table   string
-	effects effects
+	client   *dynamodb.Client
+	counter  *counter
+	recorder *recorder // the floor's capture
+	store    *dynamostore.Store
+	guard    *idem.Guard
+	table    string
+	effects  effects
 }
 
 func newEnv(ctx context.Context, a args) (*env, error) {
 	dummyCredentials()
-	e := &env{counter: &counter{byOp: map[string]int{}}, table: a.table}
+	e := &env{counter: &counter{byOp: map[string]int{}}, recorder: &recorder{}, table: a.table}
 	// The pool holds W connections, as botocore's max_pool_connections and
 	// Node's maxSockets on the other side.
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
@@ -71,7 +72,7 @@ func newEnv(ctx context.Context, a args) (*env, error) {
 		// DynamoDB Local sends no X-Amz-Crc32 on errors, and the SDK would
 		// log a checksum warning for every duplicate (see emu.Clients).
 		o.DisableValidateResponseChecksum = true
-		o.APIOptions = append(o.APIOptions, e.counter.register)
+		o.APIOptions = append(o.APIOptions, e.counter.register, e.recorder.register)
 	})
 	schema := dynamostore.DefaultSchema
 	schema.PartitionKey = partitionKey

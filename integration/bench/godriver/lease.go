@@ -40,10 +40,10 @@ func runLease(ctx context.Context, e *env, a args, out *driver.Result) (string, 
 	// Warm-up, not measured: client and pool (one new key per worker, so
 	// that all W connections open), and the duplicate path.
 	warm := bodies(keys(a.keyPrefix, "warm-", a.workers))
-	if n, err := runPool(ctx, a.workers, warm, callNew); n > 0 {
+	if n, err := runPool(ctx, a.workers, len(warm), each(warm, callNew)); n > 0 {
 		return "", fmt.Errorf("warm-up failed: %w", err)
 	}
-	if n, err := runPool(ctx, a.workers, warm, callDup); n > 0 {
+	if n, err := runPool(ctx, a.workers, len(warm), each(warm, callDup)); n > 0 {
 		return "", fmt.Errorf("warm-up failed: %w", err)
 	}
 
@@ -52,9 +52,12 @@ func runLease(ctx context.Context, e *env, a args, out *driver.Result) (string, 
 	isNew := a.scenario == driver.LeaseNew || a.scenario == driver.TxNew
 	if !isNew {
 		// Seeded through the same Guard: for cache-dup that fills its cache.
-		if n, err := runPool(ctx, a.workers, msgs, callNew); n > 0 {
+		if n, err := runPool(ctx, a.workers, len(msgs), each(msgs, callNew)); n > 0 {
 			return "", fmt.Errorf("seeding failed: %d errors, first: %w", n, err)
 		}
+	}
+	if a.floor {
+		return e.runFloor(ctx, a, out, tx, callNew, [][]string{ks})
 	}
 	e.effects.reset()
 	call := callNew
@@ -64,7 +67,7 @@ func runLease(ctx context.Context, e *env, a args, out *driver.Result) (string, 
 	var errs int
 	var first error
 	err := measure(e, a, out, func() error {
-		errs, first = runPool(ctx, a.workers, msgs, call)
+		errs, first = runPool(ctx, a.workers, len(msgs), each(msgs, call))
 		return nil
 	})
 	if err != nil {
@@ -124,13 +127,7 @@ func (e *env) txCalls(validation bool, x expression.Expression) (callNew, callDu
 		}
 		result := expectedResult(key)
 		res, err := e.guard.DoTx(ctx, key, payload, func(context.Context) (idem.TxEffect, error) {
-			return idem.TxEffect{Writes: []any{types.TransactWriteItem{Update: &types.Update{
-				TableName:                 aws.String(e.table),
-				Key:                       map[string]types.AttributeValue{partitionKey: &types.AttributeValueMemberS{Value: "ledger#" + key}},
-				UpdateExpression:          x.Update(),
-				ExpressionAttributeNames:  x.Names(),
-				ExpressionAttributeValues: x.Values(),
-			}}}, Result: result}, nil
+			return idem.TxEffect{Writes: []any{e.ledgerWrite(x, key)}, Result: result}, nil
 		})
 		if err == nil && res.Outcome == idem.Executed {
 			e.effects.hit(key)
@@ -139,6 +136,18 @@ func (e *env) txCalls(validation bool, x expression.Expression) (callNew, callDu
 	}
 	return func(ctx context.Context, b string) error { return do(ctx, b, idem.Executed) },
 		func(ctx context.Context, b string) error { return do(ctx, b, idem.Duplicate) }
+}
+
+// ledgerWrite is the transactional effect of key: ADD issued 1 on item
+// ledger#<key> of the receipt table.
+func (e *env) ledgerWrite(x expression.Expression, key string) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(e.table),
+		Key:                       map[string]types.AttributeValue{partitionKey: &types.AttributeValueMemberS{Value: "ledger#" + key}},
+		UpdateExpression:          x.Update(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
+	}}
 }
 
 // ledgerExpr is the ledger write's expression, built once.
@@ -158,9 +167,14 @@ func check(key string, res idem.Result, err error, want idem.Outcome) error {
 	return nil
 }
 
-// runPool calls call for every body from workers goroutines pulling from one
-// list, and returns the number of failed calls and the first error.
-func runPool(ctx context.Context, workers int, msgs []string, call caller) (int, error) {
+// each is call on the i-th body.
+func each(msgs []string, call caller) func(context.Context, int) error {
+	return func(ctx context.Context, i int) error { return call(ctx, msgs[i]) }
+}
+
+// runPool calls call for 0..n-1 from workers goroutines pulling from one
+// counter, and returns the number of failed calls and the first error.
+func runPool(ctx context.Context, workers, n int, call func(ctx context.Context, i int) error) (int, error) {
 	var (
 		next  atomic.Int64
 		mu    sync.Mutex
@@ -172,10 +186,10 @@ func runPool(ctx context.Context, workers int, msgs []string, call caller) (int,
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(msgs) {
+				if i >= n {
 					return
 				}
-				if err := call(ctx, msgs[i]); err != nil {
+				if err := call(ctx, i); err != nil {
 					mu.Lock()
 					errs++
 					if first == nil {
@@ -188,4 +202,50 @@ func runPool(ctx context.Context, workers int, msgs []string, call caller) (int,
 	}
 	wg.Wait()
 	return errs, first
+}
+
+// runFloor is the measured loop of --floor: it captures the requests of one
+// new message sent through pkg/idem, builds them for every key, and sends
+// them from W workers (lease-new, tx-new: one round of all keys) or one
+// round of at most W at a time per group (batch: a group is an event's
+// records, sent at once, the next event after).
+func (e *env) runFloor(ctx context.Context, a args, out *driver.Result, tx bool, callNew caller, groups [][]string) (string, error) {
+	r, err := e.captureMessage(ctx, tx, callNew, keys(a.keyPrefix, "capture-", 1)[0])
+	if err != nil {
+		return "", err
+	}
+	msgs := make([][]message, len(groups))
+	for g, ks := range groups {
+		if msgs[g], err = floorMessages(r, ks); err != nil {
+			return "", err
+		}
+	}
+	e.effects.reset() // the capture's
+	var errs int
+	var first error
+	err = measure(e, a, out, func() error {
+		for _, group := range msgs {
+			n, err := runPool(ctx, a.workers, len(group), func(ctx context.Context, i int) error { return e.sendMessage(ctx, r, group[i]) })
+			errs += n
+			if first == nil {
+				first = err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	out.Errors = errs
+	if r.effectAfter < 0 {
+		if errs > 0 {
+			return fmt.Sprintf("%d messages failed, first: %v", errs, first), nil
+		}
+		return "", nil
+	}
+	var all []string
+	for _, ks := range groups {
+		all = append(all, ks...)
+	}
+	return checkEffects(true, all, e.effects.reset(), errs, first), nil
 }

@@ -4,11 +4,14 @@
 // runs and measures every system the same way.
 //
 //	godriver SCENARIO --endpoint URL --table NAME [--create-table] [-n N] [-w W] [-r R]
-//	         [--processor concurrent|sequential] [--validation on|off] [--key-prefix P]
-//	         [--cpuprofile FILE]
+//	         [--processor concurrent|sequential] [--validation on|off] [--key-prefix P] [--floor]
+//	         [--cpuprofile FILE] [--trace FILE] [--blockprofile FILE] [--mutexprofile FILE]
 //
 // Scenarios: lease-new, lease-dup, batch-new, batch-dup, cold (as the
-// Powertools drivers), and cache-dup, tx-new, tx-dup (pkg/idem only).
+// Powertools drivers), and cache-dup, tx-new, tx-dup, batch-tx-new (pkg/idem
+// only). --floor (lease-new, tx-new, batch-new, batch-tx-new) runs the
+// scenario as the bare SDK: the requests pkg/idem sent for one new message,
+// sent again for every message with only the key changed (floor.go).
 // The settings match the Powertools side: the key is the body's orderId,
 // the payload is fingerprinted (--validation on), no cache outside
 // cache-dup, receipts kept 7 days, a lease of the 30 s an invocation has
@@ -25,6 +28,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -43,6 +47,10 @@ type args struct {
 	messages, workers, events int
 	processor, validation     string
 	keyPrefix, cpuProfile     string
+	floor                     bool
+	// traceFile, blockProfile and mutexProfile: what the loop waited on
+	// (runtime/trace; blocking and lock contention, every event sampled).
+	traceFile, blockProfile, mutexProfile string
 }
 
 // usageError is bad usage or setup: exit 2, no JSON.
@@ -74,12 +82,16 @@ func parse(argv []string) (args, error) {
 	fs.StringVar(&a.validation, "validation", "on", "payload fingerprint: on or off")
 	fs.StringVar(&a.keyPrefix, "key-prefix", "", "prefix of the orderIds (default unique per run)")
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured loop")
+	fs.BoolVar(&a.floor, "floor", false, "the bare SDK replaying pkg/idem's requests (lease-new, tx-new, batch-new, batch-tx-new)")
+	fs.StringVar(&a.traceFile, "trace", "", "write an execution trace of the measured loop (go tool trace)")
+	fs.StringVar(&a.blockProfile, "blockprofile", "", "write a profile of the loop's blocking events")
+	fs.StringVar(&a.mutexProfile, "mutexprofile", "", "write a profile of the loop's contended locks")
 	if err := fs.Parse(argv[1:]); err != nil {
 		return a, usageError{err.Error()}
 	}
 	switch a.scenario {
 	case driver.LeaseNew, driver.LeaseDup, driver.BatchNew, driver.BatchDup, driver.Cold,
-		driver.CacheDup, driver.TxNew, driver.TxDup:
+		driver.CacheDup, driver.TxNew, driver.TxDup, driver.BatchTxNew:
 	default:
 		return a, usageError{fmt.Sprintf("unknown scenario %q", a.scenario)}
 	}
@@ -93,6 +105,8 @@ func parse(argv []string) (args, error) {
 		return a, usageError{"--processor: concurrent or sequential"}
 	case a.validation != "on" && a.validation != "off":
 		return a, usageError{"--validation: on or off"}
+	case a.floor && a.scenario != driver.LeaseNew && a.scenario != driver.TxNew && a.scenario != driver.BatchNew && a.scenario != driver.BatchTxNew:
+		return a, usageError{"--floor: lease-new, tx-new, batch-new or batch-tx-new"}
 	}
 	if a.workers == 0 {
 		a.workers = 1
@@ -116,7 +130,8 @@ func main() {
 	a, err := parse(os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "godriver: %v\nusage: godriver SCENARIO --endpoint URL --table NAME [--create-table] [-n N] [-w W] [-r R] "+
-			"[--processor concurrent|sequential] [--validation on|off] [--key-prefix P] [--cpuprofile FILE]\n", err)
+			"[--processor concurrent|sequential] [--validation on|off] [--key-prefix P] [--floor] [--cpuprofile FILE] [--trace FILE] "+
+			"[--blockprofile FILE] [--mutexprofile FILE]\n", err)
 		os.Exit(driver.ExitBadRun)
 	}
 	os.Exit(run(a))
@@ -133,12 +148,18 @@ func run(a args) int {
 		return emit(coldResult(a))
 	}
 	out := driver.Result{System: driver.SystemGo, Scenario: a.scenario, Workers: a.workers, Messages: a.messages, Validation: a.validation}
+	if a.floor {
+		out.System = driver.SystemFloor
+	}
 	scenario := runLease
 	if strings.HasPrefix(a.scenario, "batch") {
 		scenario = runBatch
 		out.Messages = a.events * driver.BatchSize
 		out.Processor = a.processor
 		out.ProcessorImpl = fmt.Sprintf("sqsbatch.Handler(WithConcurrency(%d))", a.workers)
+		if a.floor {
+			out.ProcessorImpl = fmt.Sprintf("%d goroutines, each a record's requests", a.workers)
+		}
 	}
 	failure, err := scenario(ctx, env, a, &out)
 	if err != nil {
@@ -195,16 +216,75 @@ func measure(env *env, a args, out *driver.Result, loop func() error) error {
 			return err
 		}
 	}
+	stopWaits, err := profileWaits(a)
+	if err != nil {
+		return err
+	}
 	req0, cpu0, start := env.counter.snapshot(), driver.CPUSeconds(), time.Now()
-	err := loop()
+	err = loop()
 	elapsed, cpu1, req1 := time.Since(start), driver.CPUSeconds(), env.counter.snapshot()
 	if a.cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if werr := stopWaits(); werr != nil && err == nil {
+		err = werr
 	}
 	out.Seconds, out.CPUSeconds = elapsed.Seconds(), cpu1-cpu0
 	out.Requests = delta(req1, req0)
 	out.RequestsTotal = env.counter.snapshot()
 	return err
+}
+
+// profileWaits starts what --trace, --blockprofile and --mutexprofile ask
+// for; stop writes them. They show where a loop waits rather than what it
+// computes: a batch whose records wait on a lock, a pool or each other.
+func profileWaits(a args) (stop func() error, err error) {
+	var stops []func() error
+	stop = func() error {
+		var first error
+		for _, s := range stops {
+			if err := s(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	if a.traceFile != "" {
+		f, err := os.Create(a.traceFile)
+		if err != nil {
+			return stop, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return stop, err
+		}
+		stops = append(stops, func() error { trace.Stop(); return f.Close() })
+	}
+	for _, p := range []struct {
+		path, name string
+		on, off    func()
+	}{
+		{a.blockProfile, "block", func() { runtime.SetBlockProfileRate(1) }, func() { runtime.SetBlockProfileRate(0) }},
+		{a.mutexProfile, "mutex", func() { runtime.SetMutexProfileFraction(1) }, func() { runtime.SetMutexProfileFraction(0) }},
+	} {
+		if p.path == "" {
+			continue
+		}
+		p.on()
+		stops = append(stops, func() error {
+			p.off()
+			f, err := os.Create(p.path)
+			if err != nil {
+				return err
+			}
+			if err := pprof.Lookup(p.name).WriteTo(f, 0); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		})
+	}
+	return stop, nil
 }
 
 // checkEffects is nil when every key ran its effect exactly once (new) or

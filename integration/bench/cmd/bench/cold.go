@@ -114,6 +114,11 @@ func (r *runner) coldConsumer(ctx context.Context) (time.Duration, int64, error)
 	for _, t := range contract.EffectTables { // the effect's tables: named, never touched before ready
 		cmd.Env = append(cmd.Env, t.Env+"=bench-cold-"+strings.ToLower(t.Env))
 	}
+	for _, s := range contract.EffectSettings { // the effect's required settings (the partner's URL): never called before ready
+		if s.Required {
+			cmd.Env = append(cmd.Env, s.Env+"="+s.Example)
+		}
+	}
 	exited := make(chan error, 1)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

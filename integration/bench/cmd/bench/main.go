@@ -8,9 +8,12 @@
 // prints one JSON object. So CPU per message is each child's own CPU time
 // over its measured loop, requests per message are counted on the wire for
 // everyone alike, and cold starts and memory are measured the same way.
-// The systems take turns (Python, TypeScript, Go) within every repeat, and
-// the report gives medians over the repeats and the ratio pkg/idem ÷
-// Powertools per metric.
+// The systems take turns within every repeat (each repeat starting with the
+// next one: rotate), and the report gives medians over the repeats and the
+// ratio pkg/idem ÷ Powertools, and pkg/idem ÷ the bare SDK loop (--floor),
+// per metric. The cases with a modelled latency run on an in-memory
+// DynamoDB (internal/modelddb) instead of DynamoDB Local, which answers one
+// request at a time.
 //
 // It writes .cache/bench/<timestamp>/report.md and results.json (every run's
 // JSON, the medians, the targets, the CPU profile split), copies the report
@@ -26,10 +29,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/exactlyonce/sqsidem/integration/bench/internal/modelddb"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/report"
 	"github.com/exactlyonce/sqsidem/integration/internal/emu"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
@@ -69,13 +75,13 @@ func main() {
 func parseFlags() (config, error) {
 	cfg := config{systems: map[string]bool{}}
 	quick := flag.Bool("quick", false, "a short run to check the wiring: 1 repeat, fewer messages")
-	systems := flag.String("systems", "py,ts,go", "systems to run: py, ts, go")
+	systems := flag.String("systems", "py,ts,go", "systems to run: py, ts, go (go: pkg/idem and the bare SDK loop)")
 	flag.IntVar(&cfg.repeats, "repeats", 3, "repeats of every case (medians over them)")
 	flag.IntVar(&cfg.messages, "n", 2000, "keys of the lease cases")
 	flag.IntVar(&cfg.events, "events", 50, "SQS events of 10 records of the batch cases")
 	flag.DurationVar(&cfg.delay, "delay", 5*time.Millisecond, "modelled DynamoDB latency per request of the latency cases")
-	flag.IntVar(&cfg.delayMessages, "delay-n", 100, "messages of the one-record latency case")
-	flag.IntVar(&cfg.delayEvents, "delay-events", 20, "events of the batch latency cases")
+	flag.IntVar(&cfg.delayMessages, "delay-n", 200, "messages of the one-record latency cases")
+	flag.IntVar(&cfg.delayEvents, "delay-events", 40, "events of the batch latency cases")
 	flag.IntVar(&cfg.coldRuns, "cold-runs", 5, "cold starts per system and repeat")
 	flag.IntVar(&cfg.profileMessages, "profile-n", 8000, "messages of the CPU profile run")
 	flag.IntVar(&cfg.profileWorkers, "profile-w", 16, "workers of the CPU profile run")
@@ -93,6 +99,7 @@ func parseFlags() (config, error) {
 			cfg.systems[report.TS] = true
 		case "go":
 			cfg.systems[report.Go] = true
+			cfg.systems[report.Floor] = true // the Go driver's bare SDK loop
 		default:
 			return cfg, fmt.Errorf("-systems: unknown system %q (py, ts, go)", s)
 		}
@@ -117,6 +124,11 @@ func parseFlags() (config, error) {
 }
 
 func bench(ctx context.Context, cfg config) error {
+	// This process hosts the counting proxy and the modelled-latency store,
+	// which stand for DynamoDB's side: the less CPU they take from the cores
+	// the drivers share, the closer to a store on other machines. A live heap
+	// of a few MB would otherwise collect every few hundred requests.
+	debug.SetGCPercent(400)
 	started := time.Now()
 	mach := machine()
 	dir := filepath.Join(cfg.out, started.UTC().Format("20060102-150405"))
@@ -148,11 +160,16 @@ func bench(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer proxy.Close()
+	store, err := modelddb.Start(cfg.delay)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	admin, _, err := emu.Clients(ctx, ddb.URL(), ddb.URL())
 	if err != nil {
 		return err
 	}
-	r := &runner{cfg: cfg, proxy: proxy, admin: admin, drivers: drivers(cfg), logDir: logDir, redisURL: redisURL}
+	r := &runner{cfg: cfg, proxy: proxy, model: store, admin: admin, drivers: drivers(cfg), logDir: logDir, redisURL: redisURL}
 
 	jobs := only(plan(cfg), cfg.systems)
 	warmUp(ctx, r, jobs)
@@ -160,7 +177,7 @@ func bench(ctx context.Context, cfg config) error {
 	for rep := 1; rep <= cfg.repeats && ctx.Err() == nil; rep++ {
 		mach.Load1 = append(mach.Load1, load1())
 		for _, j := range append(jobs, redisJobs...) {
-			for _, system := range j.systems {
+			for _, system := range rotate(j.systems, rep) {
 				s := r.runJob(ctx, j, system, rep)
 				samples = append(samples, s)
 				progress("[%d/%d] %-27s %-18s %s", rep, cfg.repeats, j.c, system, line(s))
@@ -193,6 +210,17 @@ func bench(ctx context.Context, cfg config) error {
 		Notes: append(notes, settingsNotes(cfg)...),
 	}
 	return write(cfg, dir, meta, samples, prof, r.results)
+}
+
+// rotate is the systems of a case in the order of repeat rep: each repeat
+// starts one further along, so that no system always runs first (on a
+// colder emulator) or right after the same neighbour.
+func rotate(systems []string, rep int) []string {
+	if len(systems) == 0 {
+		return nil
+	}
+	k := rep % len(systems)
+	return append(slices.Clone(systems[k:]), systems[:k]...)
 }
 
 // warmUp runs every system once, unmeasured: DynamoDB Local's JIT, the

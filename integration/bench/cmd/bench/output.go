@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/exactlyonce/sqsidem/integration/bench/internal/cost"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/report"
 )
 
@@ -30,8 +31,9 @@ type figure struct {
 // write puts report.md and results.json into dir, copies the report to
 // .cache/bench/latest.md, and prints it.
 func write(cfg config, dir string, meta report.Meta, samples []report.Sample, prof *report.Profile, runs []rawResult) error {
-	md := report.Render(meta, samples, prof)
 	f := report.Collect(samples)
+	md := report.Render(meta, samples, prof) + "\n### The cost of a million messages\n\n" +
+		cost.DefaultPrices.Render(cost.Systems(f, cost.DefaultMemoryMB))
 	res := results{Meta: meta, Targets: report.Targets(f, prof), Profile: prof, Samples: samples, Runs: runs}
 	for k, ms := range f {
 		res.Figures = append(res.Figures, figure{Case: k.Case, System: k.System, Metrics: ms})
@@ -87,8 +89,15 @@ func settingsNotes(cfg config) []string {
 			"without the emulator's latency.",
 		"Throughput and batch times on DynamoDB Local share the cores with the emulator, the proxy and the other engineers' " +
 			"work on this machine: the emulator dominates them; the CPU figures and the ratios are the steadier numbers.",
-		fmt.Sprintf("Modelled latency: the proxy holds every request %s before forwarding it (in-region DynamoDB's order of magnitude); "+
-			"one record = lease-new with 1 worker (%d messages), the batch = %d events of 10 new records.", cfg.delay, cfg.delayMessages, cfg.delayEvents),
+		fmt.Sprintf("Modelled latency: every request waits %s (in-region DynamoDB's order of magnitude; a timer, no CPU) on an in-memory "+
+			"DynamoDB in the orchestrator (integration/bench/internal/modelddb, the simulator's model behind DynamoDB's JSON protocol), "+
+			"which answers concurrent requests concurrently as DynamoDB does. DynamoDB Local cannot: it runs every request on one SQLite "+
+			"thread, about 1 ms of CPU each on these cores, so ten requests in flight leave one after the other (the rows \"on DynamoDB "+
+			"Local\" show it). One record = lease-new (or tx-new) with 1 worker (%d messages), the batch = %d events of 10 new records.",
+			cfg.delay, cfg.delayMessages, cfg.delayEvents),
+		"The bare SDK loop (the floor): the Go driver with --floor sends, for every message, the requests pkg/idem sent for one new " +
+			"message (captured as the store handed them to the client), only the key changed, on the same client and pool; in the " +
+			"batch cases ten goroutines send one event's records at once.",
 		"Cold start: pkg/idem is the real consumer Lambda (build/host/consumer) from exec to its first Runtime API GET /next, " +
 			"under a minimal Runtime API; Powertools is the driver's `cold` scenario from exec to its JSON line, after importing the " +
 			"Lambda-like consumer module (client, persistence layer, batch processor, decorated handler). RSS is VmRSS at that moment. " +

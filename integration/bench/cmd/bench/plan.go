@@ -14,14 +14,35 @@ type job struct {
 	scenario string
 	args     []string
 	systems  []string
-	delay    bool     // with the proxy's modelled latency
+	delay    latency  // where the modelled latency is, if anywhere
 	env      []string // added to the driver's environment
+	// sizes: measure the items the run left in its table (the cost
+	// model's item sizes).
+	sizes bool
 }
+
+// latency is where a case's store is and how it is slowed down.
+type latency int
+
+const (
+	// none: DynamoDB Local through the counting proxy, as fast as it goes.
+	none latency = iota
+	// model: the in-memory store (modelddb), every request held for the
+	// modelled latency, concurrent requests concurrently.
+	model
+	// local: DynamoDB Local, the proxy holding every request for the
+	// modelled latency first (what the bench did before modelddb).
+	local
+)
 
 var (
 	allSystems = []string{report.Py, report.TS, report.Go}
 	powertools = []string{report.Py, report.TS}
 	goOnly     = []string{report.Go}
+	// withFloor: every system, and the bare SDK loop replaying pkg/idem's
+	// requests; goFloor: pkg/idem and its floor.
+	withFloor = []string{report.Py, report.TS, report.Go, report.Floor}
+	goFloor   = []string{report.Go, report.Floor}
 )
 
 // plan is every case of a repeat, in the order they run.
@@ -35,24 +56,33 @@ func plan(cfg config) []job {
 	lease := func(w string, count string) []string { return []string{"-n", count, "-w", w} }
 	batch := func(p, r string) []string { return []string{"-r", r, "--processor", p} }
 	return []job{
-		{report.LeaseNew1, driver.LeaseNew, lease("1", n), allSystems, false, nil},
-		{report.LeaseDup1, driver.LeaseDup, lease("1", n), allSystems, false, nil},
-		{report.LeaseNew16, driver.LeaseNew, lease("16", n), allSystems, false, nil},
-		{report.LeaseDup16, driver.LeaseDup, lease("16", n), allSystems, false, nil},
+		{c: report.LeaseNew1, scenario: driver.LeaseNew, args: lease("1", n), systems: withFloor, sizes: true},
+		{c: report.LeaseDup1, scenario: driver.LeaseDup, args: lease("1", n), systems: allSystems},
+		{c: report.LeaseNew16, scenario: driver.LeaseNew, args: lease("16", n), systems: withFloor},
+		{c: report.LeaseDup16, scenario: driver.LeaseDup, args: lease("16", n), systems: allSystems},
 		// What the Go runtime's scheduling costs: the same with one P, so
 		// that no request hands a goroutine over to another thread.
-		{report.LeaseNew1P1, driver.LeaseNew, lease("1", n), goOnly, false, []string{"GOMAXPROCS=1"}},
-		{report.LeaseDup1P1, driver.LeaseDup, lease("1", n), goOnly, false, []string{"GOMAXPROCS=1"}},
-		{report.CacheDup, driver.CacheDup, lease("1", small), goOnly, false, nil},
-		{report.TxNew, driver.TxNew, lease("1", small), goOnly, false, nil},
-		{report.TxDup, driver.TxDup, lease("1", small), goOnly, false, nil},
-		{report.BatchNewConc, driver.BatchNew, batch("concurrent", ev), allSystems, false, nil},
-		{report.BatchDupConc, driver.BatchDup, batch("concurrent", ev), allSystems, false, nil},
-		{report.BatchNewSeq, driver.BatchNew, batch("sequential", ev), powertools, false, nil},
-		{report.BatchDupSeq, driver.BatchDup, batch("sequential", ev), powertools, false, nil},
-		{report.DelayOne, driver.LeaseNew, lease("1", dn), allSystems, true, nil},
-		{report.DelayBatchConc, driver.BatchNew, batch("concurrent", dev), allSystems, true, nil},
-		{report.DelayBatchSeq, driver.BatchNew, batch("sequential", dev), powertools, true, nil},
+		{c: report.LeaseNew1P1, scenario: driver.LeaseNew, args: lease("1", n), systems: goOnly, env: []string{"GOMAXPROCS=1"}},
+		{c: report.LeaseDup1P1, scenario: driver.LeaseDup, args: lease("1", n), systems: goOnly, env: []string{"GOMAXPROCS=1"}},
+		{c: report.CacheDup, scenario: driver.CacheDup, args: lease("1", small), systems: goOnly},
+		{c: report.TxNew, scenario: driver.TxNew, args: lease("1", small), systems: goFloor, sizes: true},
+		{c: report.TxNew16, scenario: driver.TxNew, args: lease("16", small), systems: goFloor},
+		{c: report.TxDup, scenario: driver.TxDup, args: lease("1", small), systems: goOnly},
+		{c: report.BatchNewConc, scenario: driver.BatchNew, args: batch("concurrent", ev), systems: allSystems},
+		{c: report.BatchDupConc, scenario: driver.BatchDup, args: batch("concurrent", ev), systems: allSystems},
+		{c: report.BatchNewSeq, scenario: driver.BatchNew, args: batch("sequential", ev), systems: powertools},
+		{c: report.BatchDupSeq, scenario: driver.BatchDup, args: batch("sequential", ev), systems: powertools},
+		// The batch against one record, every request taking the modelled
+		// latency on a store that answers concurrent requests at once.
+		{c: report.DelayOne, scenario: driver.LeaseNew, args: lease("1", dn), systems: withFloor, delay: model},
+		{c: report.DelayBatchConc, scenario: driver.BatchNew, args: batch("concurrent", dev), systems: withFloor, delay: model},
+		{c: report.DelayBatchSeq, scenario: driver.BatchNew, args: batch("sequential", dev), systems: powertools, delay: model},
+		{c: report.DelayTxOne, scenario: driver.TxNew, args: lease("1", dn), systems: goFloor, delay: model},
+		{c: report.DelayBatchTx, scenario: driver.BatchTxNew, args: batch("concurrent", dev), systems: goFloor, delay: model},
+		// The same on DynamoDB Local, whose one SQLite thread queues the
+		// batch's requests: the figure the bench reported before.
+		{c: report.DelayOneLocal, scenario: driver.LeaseNew, args: lease("1", dn), systems: goOnly, delay: local},
+		{c: report.DelayBatchLocal, scenario: driver.BatchNew, args: batch("concurrent", dev), systems: goOnly, delay: local},
 	}
 }
 
@@ -61,10 +91,10 @@ func redisPlan(cfg config) []job {
 	n := strconv.Itoa(cfg.messages)
 	r := []string{report.Redis}
 	return []job{
-		{report.LeaseNew1, driver.LeaseNew, []string{"-n", n, "-w", "1"}, r, false, nil},
-		{report.LeaseDup1, driver.LeaseDup, []string{"-n", n, "-w", "1"}, r, false, nil},
-		{report.LeaseNew16, driver.LeaseNew, []string{"-n", n, "-w", "16"}, r, false, nil},
-		{report.LeaseDup16, driver.LeaseDup, []string{"-n", n, "-w", "16"}, r, false, nil},
+		{c: report.LeaseNew1, scenario: driver.LeaseNew, args: []string{"-n", n, "-w", "1"}, systems: r},
+		{c: report.LeaseDup1, scenario: driver.LeaseDup, args: []string{"-n", n, "-w", "1"}, systems: r},
+		{c: report.LeaseNew16, scenario: driver.LeaseNew, args: []string{"-n", n, "-w", "16"}, systems: r},
+		{c: report.LeaseDup16, scenario: driver.LeaseDup, args: []string{"-n", n, "-w", "16"}, systems: r},
 	}
 }
 

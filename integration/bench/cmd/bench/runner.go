@@ -18,7 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/exactlyonce/sqsidem/integration/bench/internal/cost"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/driver"
+	"github.com/exactlyonce/sqsidem/integration/bench/internal/modelddb"
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/report"
 	"github.com/exactlyonce/sqsidem/integration/internal/faultproxy"
 )
@@ -31,6 +33,7 @@ const runTimeout = 5 * time.Minute
 type runner struct {
 	cfg     config
 	proxy   *faultproxy.Proxy
+	model   *modelddb.Server // the modelled-latency cases' store
 	admin   *dynamodb.Client // straight to DynamoDB Local: tables are not counted
 	drivers map[string][]string
 	logDir  string
@@ -47,6 +50,10 @@ type rawResult struct {
 	Repeat int            `json:"repeat"`
 	Result driver.Result  `json:"result"`
 	Wire   map[string]int `json:"wire_requests,omitempty"`
+	// Conns is the connections the driver opened to the modelled-latency
+	// store over the whole run, warm-up included: its workers' count when
+	// the pool keeps every connection.
+	Conns int `json:"connections_opened,omitempty"`
 }
 
 // runJob runs one case for one system on a fresh table and turns the
@@ -55,10 +62,23 @@ func (r *runner) runJob(ctx context.Context, j job, system string, repeat int) r
 	r.seq++
 	s := report.Sample{System: system, Case: j.c, Repeat: repeat}
 	args := slices.Clone(j.args)
-	if system == report.Redis {
+	if system == report.Floor {
+		args = append(args, "--floor")
+	}
+	table := fmt.Sprintf("bench-%03d-%s", r.seq, strings.TrimPrefix(system, "powertools-"))
+	counts := r.proxy.Counts
+	switch {
+	case system == report.Redis:
 		args = append([]string{"--endpoint", r.redisURL, "--table", fmt.Sprintf("bench%d", r.seq)}, args...)
-	} else {
-		table := fmt.Sprintf("bench-%03d-%s", r.seq, strings.TrimPrefix(system, "powertools-"))
+	case j.delay == model:
+		if err := r.model.CreateTable(table, "id"); err != nil {
+			s.Failure = err.Error()
+			return s
+		}
+		args = append([]string{"--endpoint", r.model.URL(), "--table", table}, args...)
+		r.model.Reset()
+		counts = r.model.Counts
+	default:
 		if err := r.createTable(ctx, table); err != nil {
 			s.Failure = err.Error()
 			return s
@@ -66,7 +86,7 @@ func (r *runner) runJob(ctx context.Context, j job, system string, repeat int) r
 		defer r.deleteTable(table)
 		args = append([]string{"--endpoint", r.proxy.URL(), "--table", table}, args...)
 	}
-	if j.delay {
+	if j.delay == local {
 		r.proxy.SetDecider(faultproxy.Mix{Delay: r.cfg.delay}.Decider())
 		defer r.proxy.SetDecider(nil)
 	}
@@ -74,9 +94,13 @@ func (r *runner) runJob(ctx context.Context, j job, system string, repeat int) r
 	res, err := r.exec(ctx, system, j.scenario, args, j.env, fmt.Sprintf("%03d-%s-%s", r.seq, system, strings.NewReplacer(" ", "_", "=", "").Replace(j.c)))
 	var wire map[string]int
 	if system != report.Redis {
-		wire = r.proxy.Counts()
+		wire = counts()
 	}
-	r.results = append(r.results, rawResult{Case: j.c, Repeat: repeat, Result: res, Wire: wire})
+	raw := rawResult{Case: j.c, Repeat: repeat, Result: res, Wire: wire}
+	if j.delay == model {
+		raw.Conns = r.model.Conns()
+	}
+	r.results = append(r.results, raw)
 	if err != nil {
 		s.Failure = err.Error()
 		return s
@@ -84,8 +108,50 @@ func (r *runner) runJob(ctx context.Context, j job, system string, repeat int) r
 	s.Metrics, err = metrics(res, wire, system != report.Redis)
 	if err != nil {
 		s.Failure = err.Error()
+		return s
+	}
+	if j.sizes && j.delay == none && system != report.Redis {
+		receipt, ledger, err := r.itemSizes(ctx, table)
+		if err != nil {
+			s.Failure = err.Error()
+			return s
+		}
+		s.Metrics[report.ItemBytes] = receipt
+		if ledger > 0 {
+			s.Metrics[report.LedgerBytes] = ledger
+		}
 	}
 	return s
+}
+
+// itemSizes are the mean sizes, by DynamoDB's rules (cost.ItemSize), of the
+// receipts and of the ledger items (ids ledger#...) a run left in table,
+// read straight from DynamoDB Local (not through the proxy, not counted).
+func (r *runner) itemSizes(ctx context.Context, table string) (receipt, ledger float64, err error) {
+	var nr, nl, sr, sl int
+	p := dynamodb.NewScanPaginator(r.admin, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, 0, fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			id, _ := it["id"].(*types.AttributeValueMemberS)
+			if id != nil && strings.HasPrefix(id.Value, "ledger#") {
+				nl, sl = nl+1, sl+cost.ItemSize(it)
+				continue
+			}
+			nr, sr = nr+1, sr+cost.ItemSize(it)
+		}
+	}
+	if nr == 0 {
+		return 0, 0, fmt.Errorf("scan %s: no receipts", table)
+	}
+	receipt = float64(sr) / float64(nr)
+	if nl > 0 {
+		ledger = float64(sl) / float64(nl)
+	}
+	return receipt, ledger, nil
 }
 
 // metrics turns a driver's result into the sample's metrics. The requests
@@ -109,6 +175,9 @@ func metrics(res driver.Result, wire map[string]int, onWire bool) (map[string]fl
 	}
 	if res.PerEventSeconds > 0 {
 		m[report.MsPerEvt] = 1e3 * res.PerEventSeconds
+	}
+	for op, n := range res.Requests {
+		m[report.OpRPM(op)] = float64(n) / float64(res.Messages)
 	}
 	if !onWire {
 		m[report.WireRPM] = res.RequestsPerMessage // round trips, counted by the driver

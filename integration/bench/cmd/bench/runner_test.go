@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,5 +68,43 @@ func TestOnly(t *testing.T) {
 func TestLastLine(t *testing.T) {
 	if got := string(lastLine([]byte("noise\n{\"ok\":true}\n\n"))); got != `{"ok":true}` {
 		t.Errorf("lastLine = %q", got)
+	}
+}
+
+func TestRotate(t *testing.T) {
+	s := []string{"a", "b", "c"}
+	for rep, want := range map[int]string{1: "b c a", 2: "c a b", 3: "a b c"} {
+		if got := strings.Join(rotate(s, rep), " "); got != want {
+			t.Errorf("rotate(%v, %d) = %q, want %q", s, rep, got, want)
+		}
+	}
+	if strings.Join(s, " ") != "a b c" {
+		t.Errorf("rotate changed its input: %v", s)
+	}
+}
+
+// Every case pkg/idem is measured against the floor on runs the floor
+// too, in the same store, and the cost model's inputs are measured.
+func TestPlanFloorAndCost(t *testing.T) {
+	jobs := map[string]job{}
+	for _, j := range plan(config{messages: 100, events: 5, delayMessages: 10, delayEvents: 2}) {
+		jobs[j.c] = j
+	}
+	for _, c := range []string{report.LeaseNew1, report.LeaseNew16, report.TxNew, report.TxNew16,
+		report.DelayOne, report.DelayBatchConc, report.DelayTxOne, report.DelayBatchTx} {
+		j, ok := jobs[c]
+		if !ok || !slices.Contains(j.systems, report.Go) || !slices.Contains(j.systems, report.Floor) {
+			t.Errorf("%s: systems %v, want pkg/idem and the floor", c, j.systems)
+		}
+	}
+	for c, want := range map[string]latency{report.DelayOne: model, report.DelayBatchTx: model, report.DelayBatchLocal: local, report.LeaseNew1: none} {
+		if jobs[c].delay != want {
+			t.Errorf("%s: latency %v, want %v", c, jobs[c].delay, want)
+		}
+	}
+	for _, c := range []string{report.LeaseNew1, report.TxNew} {
+		if !jobs[c].sizes {
+			t.Errorf("%s: item sizes not measured (the cost model's input)", c)
+		}
 	}
 }

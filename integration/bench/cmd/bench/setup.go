@@ -60,6 +60,7 @@ func drivers(cfg config) map[string][]string {
 		report.Py:    {filepath.Join(cfg.root, ".cache/bench/powertools-venv/bin/python"), filepath.Join(pt, "py/driver.py")},
 		report.TS:    {"node", filepath.Join(pt, "ts/driver.mjs")},
 		report.Go:    {cfg.godriver},
+		report.Floor: {cfg.godriver}, // with --floor
 		report.Redis: {cfg.redisDriver},
 	}
 }

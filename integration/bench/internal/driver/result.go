@@ -20,6 +20,9 @@ const (
 	CacheDup = "cache-dup" // lease-dup with the Guard's cache, seeded by the same Guard
 	TxNew    = "tx-new"    // N new keys through DoTx: the receipt and one ledger write
 	TxDup    = "tx-dup"    // the same N keys, already committed
+	// BatchTxNew is batch-new in transactional mode (sqsbatch.NewTx): each
+	// record commits its receipt and one ledger write.
+	BatchTxNew = "batch-tx-new"
 )
 
 // Exit statuses of a driver.
@@ -32,6 +35,9 @@ const (
 	SystemPy    = "powertools-python"
 	SystemTS    = "powertools-ts"
 	SystemRedis = "pkg-idem-redis"
+	// SystemFloor is the Go driver with --floor: the bare SDK sending the
+	// requests pkg/idem sent for a message, only the key changed.
+	SystemFloor = "sdk-floor"
 )
 
 // Result is the JSON object a driver prints: one line on stdout.

@@ -14,16 +14,26 @@ const (
 	LeaseDup1P1  = "lease-dup w=1 GOMAXPROCS=1"
 	CacheDup     = "cache-dup w=1"
 	TxNew        = "tx-new w=1"
+	TxNew16      = "tx-new w=16"
 	TxDup        = "tx-dup w=1"
 	BatchNewConc = "batch-new concurrent"
 	BatchDupConc = "batch-dup concurrent"
 	BatchNewSeq  = "batch-new sequential"
 	BatchDupSeq  = "batch-dup sequential"
-	// With the proxy's modelled latency (Meta.Delay per request).
+	// With the modelled latency (Meta.Delay per request) of the in-memory
+	// store (integration/bench/internal/modelddb), which answers concurrent
+	// requests concurrently, as DynamoDB does.
 	DelayOne       = "delay lease-new w=1"
 	DelayBatchConc = "delay batch-new concurrent"
 	DelayBatchSeq  = "delay batch-new sequential"
-	Cold           = "cold"
+	DelayTxOne     = "delay tx-new w=1"
+	DelayBatchTx   = "delay batch-tx-new concurrent"
+	// The same two lease cases on DynamoDB Local behind the proxy's
+	// latency (pkg/idem only): what the batch measured there before, one
+	// SQLite thread serialising every request.
+	DelayOneLocal   = "delay on DynamoDB Local lease-new w=1"
+	DelayBatchLocal = "delay on DynamoDB Local batch-new concurrent"
+	Cold            = "cold"
 )
 
 // defaultBatch is each system's batch case as its documentation sets it
@@ -63,9 +73,12 @@ func batchMetric(concurrent, sequential, m string) value {
 // speedup is the time of a 10-record event over the time of one record,
 // both with the modelled latency: 1 when the records run fully in
 // parallel, 10 when they run one after the other.
-func speedup(batchCase string) value {
+func speedup(batchCase string) value { return speedupOver(batchCase, DelayOne) }
+
+// speedupOver is speedup against the one-record case oneCase.
+func speedupOver(batchCase, oneCase string) value {
 	return func(f Figures, system string) float64 {
-		r, ok := Ratio(f.Get(batchCase, system, MsPerEvt), f.Get(DelayOne, system, MsPerMsg))
+		r, ok := Ratio(f.Get(batchCase, system, MsPerEvt), f.Get(oneCase, system, MsPerMsg))
 		if !ok {
 			return math.NaN()
 		}
@@ -116,7 +129,7 @@ func figureRows(m Meta) []row {
 		{label: "One SQS event of 10 records through the batch adapter, ms (default processor)"},
 		{"all new", batchMetric(BatchNewConc, BatchNewSeq, MsPerEvt), "%.1f"},
 		{"all duplicates", batchMetric(BatchDupConc, BatchDupSeq, MsPerEvt), "%.1f"},
-		{label: "With " + m.Delay.String() + " modelled DynamoDB latency per request"},
+		{label: "With " + m.Delay.String() + " modelled DynamoDB latency per request (in-memory store, concurrent as DynamoDB)"},
 		{"one record, ms", metric(DelayOne, MsPerMsg), "%.1f"},
 		{"one event of 10 new records, ms", batchMetric(DelayBatchConc, DelayBatchSeq, MsPerEvt), "%.1f"},
 		{"10 records ÷ one record", defaultSpeedup, "%.2f×"},

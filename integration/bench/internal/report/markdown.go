@@ -58,8 +58,8 @@ func Render(m Meta, samples []Sample, prof *Profile) string {
 	f := Collect(samples)
 	var b strings.Builder
 	fmt.Fprintf(&b, "## pkg/idem vs Powertools for AWS Lambda, side by side\n\n")
-	fmt.Fprintf(&b, "`%s`: %s, %d repeats interleaved (Python, TypeScript, Go, then again), medians; "+
-		"one DynamoDB Local behind a counting proxy for every system. Took %s.\n\n",
+	fmt.Fprintf(&b, "`%s`: %s, %d repeats, the systems taking turns (each repeat starting with the next one), medians; "+
+		"one DynamoDB Local behind a counting proxy for every system, and one in-memory store for the modelled latency. Took %s.\n\n",
 		m.Command, m.Started.UTC().Format("2006-01-02 15:04 UTC"), m.Repeats, m.Took.Round(time.Second))
 	fmt.Fprintf(&b, "Machine: %s, %d cores, %.0f GB, %s; load average %s at the start, %s at the end (1-min before each repeat: %s).\n\n",
 		m.Machine.CPU, m.Machine.Cores, m.Machine.MemoryGB, m.Machine.OS, m.Machine.LoadStart, m.Machine.LoadEnd, floats(m.Machine.Load1))
@@ -69,6 +69,8 @@ func Render(m Meta, samples []Sample, prof *Profile) string {
 	b.WriteString(targets(f, prof))
 	b.WriteString("\n### All figures\n\n")
 	b.WriteString(sideBySide(f, m))
+	b.WriteString("\n### pkg/idem against the floor: the bare SDK loop\n\n")
+	b.WriteString(floorTable(f, m))
 	b.WriteString("\n### Batch adapters, one SQS event of 10 records\n\n")
 	b.WriteString(batchTable(f, m))
 	if prof != nil {
@@ -99,6 +101,40 @@ func sideBySide(f Figures, m Meta) string {
 		rows = append(rows, []string{r.label, num(r.format, g), num(r.format, p), num(r.format, t), ratio(g, p), ratio(g, t)})
 	}
 	return table([]string{"", "pkg/idem", "Powertools Python", "Powertools TS", "pkg/idem ÷ Python", "pkg/idem ÷ TS"}, "lrrrrr", rows)
+}
+
+// floorTable is pkg/idem beside the bare SDK sending the same requests
+// (the floor): CPU and wall time per message on DynamoDB Local, and the
+// batch against one record with the modelled latency.
+func floorTable(f Figures, m Meta) string {
+	var rows [][]string
+	section := func(label string) { rows = append(rows, []string{"**" + label + "**", "", "", ""}) }
+	line := func(label string, v value, format string) {
+		g, fl := v(f, Go), v(f, Floor)
+		rows = append(rows, []string{label, num(format, g), num(format, fl), ratio(g, fl)})
+	}
+	section("CPU per new message, µs (DynamoDB Local)")
+	for _, fc := range floorCases {
+		line(fc.label, metric(fc.c, CPUus), "%.0f")
+	}
+	section("Wall time of the loop per new message, ms (DynamoDB Local)")
+	for _, fc := range floorCases {
+		line(fc.label, metric(fc.c, MsPerMsg), "%.2f")
+	}
+	section("With " + m.Delay.String() + " modelled latency per request (in-memory store)")
+	line("lease: one record, ms", metric(DelayOne, MsPerMsg), "%.1f")
+	line("lease: one event of 10 records, ms", metric(DelayBatchConc, MsPerEvt), "%.1f")
+	line("lease: 10 records ÷ one record", speedup(DelayBatchConc), "%.2f×")
+	line("transactional: one record, ms", metric(DelayTxOne, MsPerMsg), "%.1f")
+	line("transactional: one event of 10 records, ms", metric(DelayBatchTx, MsPerEvt), "%.1f")
+	line("transactional: 10 records ÷ one record", speedupOver(DelayBatchTx, DelayTxOne), "%.2f×")
+	line("CPU per record of the lease batch, µs", metric(DelayBatchConc, CPUus), "%.0f")
+	line("CPU per record of the transactional batch, µs", metric(DelayBatchTx, CPUus), "%.0f")
+	section("The lease batch with the latency on DynamoDB Local instead (one SQLite thread answers every request)")
+	line("one record, ms", metric(DelayOneLocal, MsPerMsg), "%.1f")
+	line("one event of 10 records, ms", metric(DelayBatchLocal, MsPerEvt), "%.1f")
+	line("10 records ÷ one record", speedupOver(DelayBatchLocal, DelayOneLocal), "%.2f×")
+	return table([]string{"", "pkg/idem", "bare SDK loop", "pkg/idem ÷ floor"}, "lrrr", rows)
 }
 
 func batchTable(f Figures, m Meta) string {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/exactlyonce/sqsidem/integration/bench/internal/driver"
 )
@@ -18,6 +19,7 @@ const (
 	Py    = driver.SystemPy
 	TS    = driver.SystemTS
 	Redis = driver.SystemRedis
+	Floor = driver.SystemFloor
 )
 
 // Metrics of a sample.
@@ -31,7 +33,30 @@ const (
 	ColdMs    = "cold_start_ms" // exec to ready
 	RSSMB     = "rss_mb"        // at ready (cold) or after the loop
 	PeakMB    = "rss_peak_mb"
+	// ItemBytes and LedgerBytes are the mean size (DynamoDB's item size
+	// rules) of the receipts a run left in its table, and of its ledger
+	// items (the transactional effect's): the inputs of the cost model.
+	ItemBytes   = "item_bytes"
+	LedgerBytes = "ledger_item_bytes"
+	// opRPM prefixes the requests per message of one operation, counted in
+	// the driver's loop (OpRPM).
+	opRPM = "requests_per_message."
 )
+
+// OpRPM is the metric of the requests per message of operation op.
+func OpRPM(op string) string { return opRPM + op }
+
+// Ops are the operations of a case's OpRPM metrics, and their requests per
+// message.
+func (f Figures) Ops(c, system string) map[string]float64 {
+	out := map[string]float64{}
+	for m, st := range f[Key{c, system}] {
+		if op, ok := strings.CutPrefix(m, opRPM); ok && st.N > 0 {
+			out[op] = st.Median
+		}
+	}
+	return out
+}
 
 // Sample is one run of one case by one system.
 type Sample struct {
