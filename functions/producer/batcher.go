@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
 
 // entry is one message waiting for a batch.
@@ -114,7 +116,7 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 	b.mu.Lock()
 	if err := ctx.Err(); err != nil {
 		b.mu.Unlock()
-		return nil, notSent(fmt.Errorf("producer: not sent: %v", err))
+		return nil, notSent(fmt.Errorf("producer: %w: %v", idem.ErrNotSent, err))
 	}
 	e.ctx, e.b, e.blocked = ctx, b, true
 	b.blocked++
@@ -148,7 +150,7 @@ func (b *batcher) submit(ctx context.Context, e *entry) ([]byte, error) {
 	b.mu.Unlock()
 	if !inFlight {
 		// Out of the batch before it went: never sent.
-		return nil, notSent(fmt.Errorf("producer: not sent, no batch went before the deadline: %v", ctx.Err()))
+		return nil, notSent(fmt.Errorf("producer: %w, no batch went before the deadline: %v", idem.ErrNotSent, ctx.Err()))
 	}
 	select {
 	case s := <-e.done: // it finished just in time

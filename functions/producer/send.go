@@ -24,7 +24,7 @@ func (p *Producer) sendBatch(ctx context.Context, batch []*entry) {
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			// Every earlier attempt of these was refused: not sent.
-			fail(pending, notSent(fmt.Errorf("%w: no time left for attempt %d: %v", ErrSend, attempt, err)))
+			fail(pending, notSent(fmt.Errorf("%w: %w: no time left for attempt %d: %v", ErrSend, idem.ErrNotSent, attempt, err)))
 			return
 		}
 		failures, err := p.sendOnce(ctx, pending)
@@ -64,7 +64,9 @@ func fail(batch []*entry, err error) {
 // notSent marks err as a definite failure: SQS refused the message, or it
 // never left, so its record is released FAILED. A call that failed any
 // other way (a server fault, the network, the deadline) may have sent it:
-// its record is released UNKNOWN (idem.Definite).
+// its record is released UNKNOWN (idem.Definite). A message that never
+// left once the effect's time has run out says so with idem.ErrNotSent:
+// the Guard trusts no other definite error after the deadline.
 func notSent(err error) error { return idem.Definite(idem.Classify(err, "not-sent")) }
 
 // callError describes a failed SendMessageBatch call.

@@ -23,7 +23,10 @@ import (
 // syscall.Errno such as ECONNRESET or ECONNABORTED, a closed connection),
 // io.EOF, io.ErrUnexpectedEOF, io.ErrClosedPipe or os.ErrDeadlineExceeded.
 // And a Guard reads no error as definite that the effect returned after its
-// context had ended. The error returned wraps err and reads as err does.
+// context had ended (the error may be the deadline's, whatever it carries),
+// unless NotSent proves the request never left: wrap ErrNotSent in an error
+// for a request the effect knows it never handed to a transport. The error
+// returned wraps err and reads as err does.
 func Definite(err error) error {
 	if err == nil {
 		return nil
@@ -44,11 +47,19 @@ func IsDefinite(err error) bool {
 	return errors.As(err, &d) && sentOf(err) != maybeSent
 }
 
+// ErrNotSent is wrapped by an effect's error to state that the request
+// never left this process: the effect never handed it to a transport (it
+// was still queued, or no time was left to start the call). NotSent
+// reports it; a failure of the transport anywhere in the same error
+// outweighs it.
+var ErrNotSent = errors.New("idem: the request was not sent")
+
 // NotSent reports whether err proves that a request never left this
-// process: its failures of the transport (see Definite) are all a name
-// that did not resolve (*net.DNSError) or a connection that could not be
-// made (a *net.OpError of a dial: refused, unreachable, or timed out
-// before it was established), as an *url.Error or the AWS SDK wrap them.
+// process: it wraps ErrNotSent, or its failures of the transport (see
+// Definite) are all a name that did not resolve (*net.DNSError) or a
+// connection that could not be made (a *net.OpError of a dial: refused,
+// unreachable, or timed out before it was established), as an *url.Error
+// or the AWS SDK wrap them.
 // Nothing of such a request can have been applied, so an effect may mark
 // it Definite:
 //
@@ -82,7 +93,7 @@ func sentOf(err error) sent {
 	var ue *url.Error
 	var ne net.Error
 	switch {
-	case asSelf(err, &dns):
+	case err == ErrNotSent, asSelf(err, &dns):
 		return neverSent
 	case asSelf(err, &op):
 		if op.Op == "dial" {

@@ -170,6 +170,46 @@ func TestDefiniteAfterTheDeadline(t *testing.T) {
 	}
 }
 
+// TestNotSentAfterTheDeadline: once the context has ended, a definite
+// error is trusted only with proof that the request never left
+// (ErrNotSent); a failure of the transport beside the proof outweighs it.
+func TestNotSentAfterTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  func(ctx context.Context) error
+		want idem.Status
+	}{
+		{"never handed to a transport", func(ctx context.Context) error {
+			return fmt.Errorf("still queued: %w (%v)", idem.ErrNotSent, ctx.Err())
+		}, idem.StatusFailed},
+		{"the proof beside the deadline's own error", func(ctx context.Context) error {
+			return fmt.Errorf("%w: %w", idem.ErrNotSent, ctx.Err())
+		}, idem.StatusUnknown},
+		{"the proof without the Definite mark", func(ctx context.Context) error {
+			return idem.ErrNotSent
+		}, idem.StatusUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := idemtest.NewMemoryStore()
+			g := mustGuard(t, store, idem.WithLease(300*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+			_, err := g.Do(context.Background(), "k", nil, func(ctx context.Context) ([]byte, error) {
+				<-ctx.Done()
+				e := tc.err(ctx)
+				if tc.name != "the proof without the Definite mark" {
+					e = idem.Definite(e)
+				}
+				return nil, e
+			})
+			if !errors.Is(err, idem.ErrNotSent) {
+				t.Fatalf("err %v, want it to wrap ErrNotSent", err)
+			}
+			if rec, _, _ := store.Get(context.Background(), g.StorageKey("k")); rec.Status != tc.want {
+				t.Fatalf("record %s, want %s", rec.Status, tc.want)
+			}
+		})
+	}
+}
+
 // TestReconcileUsesUpTheTime: a reconcile that answers only once the
 // effect's context has ended leaves no time for the effect: it does not
 // start, the call is Failed with the context's error, and the record

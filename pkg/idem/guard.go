@@ -191,8 +191,9 @@ func (g *Guard) do(ctx context.Context, key string, payload []byte, fn Func, c c
 	value, err := g.run(effectCtx, fn, func(reason error) error {
 		status := StatusUnknown
 		// An error the effect returned once its context had ended may be
-		// the deadline's, whatever cause it carries: never definite.
-		if IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {
+		// the deadline's, whatever cause it carries: definite only with
+		// proof that the request never left.
+		if IsDefinite(reason) && !stillUnknown && (effectCtx.Err() == nil || NotSent(reason)) {
 			status = StatusFailed
 		}
 		return g.release(ctx, skey, token, status, g.opts.errorText(reason), leaseUntil)
