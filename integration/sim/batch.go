@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -16,9 +18,13 @@ import (
 // record hook), in one sequence, so that the order of the records of a
 // message group, or of a key, can be checked against the response.
 type batchRun struct {
-	inv     string
-	p       *process
-	records []events.SQSMessage
+	inv      string
+	p        *process
+	records  []events.SQSMessage
+	deadline time.Time // its invocation's
+	// timedOut: Lambda Managed Instances failed it at its deadline; its
+	// code runs on, its response is lost.
+	timedOut atomic.Bool
 
 	mu      sync.Mutex
 	seq     int

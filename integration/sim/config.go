@@ -17,7 +17,7 @@ type Config struct {
 	Timeout     time.Duration // function timeout T; queue visibility 6×T
 	Lambda      bool          // killed at its deadline (false: a worker, which can outlive it frozen)
 	BatchSize   int
-	Concurrency int // invocations at once
+	Concurrency int // processes at once (each runs PerProcess invocations)
 	MaxReceives int // the queue's maxReceiveCount
 	Visibility  bool
 	LastWait    bool // sqsbatch.WithMaxReceiveCount
@@ -89,6 +89,11 @@ type Config struct {
 	// of the key's retention (lapse, remote.go): an unknown outcome taken
 	// past its expiry counts as absent.
 	Lapse bool
+	// PerProcess: invocations one process runs at once, sharing its Guard
+	// and handler (instances.go): Lambda Managed Instances when Lambda,
+	// else a worker with that many batches in flight. 0 or 1: one at a
+	// time.
+	PerProcess int
 }
 
 // Message is one message sent to the queue.
@@ -180,6 +185,7 @@ func draw(seed uint64) Config {
 	c.Delete = c.LastWait && later.IntN(2) == 0
 	drawLater(&c, later)
 	drawRemote(&c, rand.New(rand.NewPCG(seed, 0x72656d6f7465)))
+	drawInstances(&c, rand.New(rand.NewPCG(seed, 0x696e7374616e6365)))
 	return c
 }
 
@@ -212,6 +218,9 @@ func (c Config) String() string {
 		{c.PTracerPanic > 0, fmt.Sprintf("tracer panics %.2f", c.PTracerPanic)}, {c.CheckReplicas, fmt.Sprintf("%d replicas", c.Replicas)},
 		{c.Remote, fmt.Sprintf("remote effect (faults %.2f), %s", c.PRemote, c.policy())},
 		{c.Lapse, "copies aimed at the end of the retention"},
+		{c.managed(), fmt.Sprintf("Lambda Managed Instances: %d invocations per process", c.PerProcess)},
+		{c.PerProcess > 1 && !c.Lambda, fmt.Sprintf("%d batches per worker", c.PerProcess)},
+		{c.PReceiptHang > 0 && !c.Crowd, fmt.Sprintf("receipts hang %.2f", c.PReceiptHang)},
 	} {
 		if k.on {
 			s += ", " + k.what

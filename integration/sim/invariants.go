@@ -70,7 +70,7 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 	}
 	if exists && after.Status == idem.StatusCompleted && after.Lease == token &&
 		(before.Status != idem.StatusCompleted || before.Lease != token || !existed) {
-		o.landedReceipt(skey, token, after)
+		o.landedReceipt(actor, skey, token, after)
 	}
 	if exists && existed && (after.Status == idem.StatusFailed || after.Status == idem.StatusUnknown) && after.Lease == token && before.Status == idem.StatusInProgress {
 		if at := o.attempts[token]; at != nil && at.releasedAt.IsZero() {
@@ -79,24 +79,20 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 	}
 	switch {
 	case !exists:
-		return // the TTL process deleted it (checked there)
+		// The write took the record, and the server dropped it at once:
+		// the expiry it wrote had passed by the server's clock (an
+		// acquire whose now was read long before it landed, its process
+		// frozen in between). (A request that left no record where there
+		// was none changed nothing: a script loaded, say.)
+		if at := o.attempts[token]; at != nil && existed && before.Lease != token {
+			o.noteTake(at, before, existed, at.acquiredAt)
+			o.took(at)
+		}
+		return
 	case after.Lease != before.Lease || !existed:
 		// A new attempt took the record (an acquire, a commit), whether
 		// or not its caller lives to hear of it.
-		if at := o.attempts[after.Lease]; at != nil && !at.told {
-			at.prev, at.renewed, at.prevSeen = before.Status, true, true
-			switch {
-			case !existed:
-				at.prev = ""
-			case before.ExpiresAt.IsZero() || !o.expired(before.ExpiresAt, after.UpdatedAt):
-				at.renewed = false
-			default:
-				at.prev = "" // expired: it counts as absent
-				if unknownOutcome(before.Status) {
-					o.stats.Lapsed++
-				}
-			}
-		}
+		o.noteTake(o.attempts[after.Lease], before, existed, after.UpdatedAt)
 		o.took(o.attempts[after.Lease])
 		if existed && !o.takeable(before, after.UpdatedAt) {
 			o.violatef("%s: took %s's record (%s, lease until %s, expires %s) at %s, when it could not be taken",
@@ -114,13 +110,38 @@ func (o *oracle) transition(actor, token, skey string, before, after idem.Record
 	}
 }
 
+// noteTake notes what at took over when it took the record, before, at
+// now (its acquire's, in the store's frame), unless its caller has heard
+// of it already (an acquire sent again that takes the record again).
+// o.mu is held.
+func (o *oracle) noteTake(at *attempt, before idem.Record, existed bool, now time.Time) {
+	if at == nil || at.told {
+		return
+	}
+	at.prev, at.renewed, at.prevSeen = before.Status, true, true
+	switch {
+	case !existed:
+		at.prev = ""
+	case before.ExpiresAt.IsZero() || !o.expired(before.ExpiresAt, now):
+		at.renewed = false
+	default:
+		at.prev = "" // expired: it counts as absent
+		if unknownOutcome(before.Status) {
+			o.stats.Lapsed++
+		}
+	}
+}
+
 // landedReceipt notes a receipt the server wrote (its reply may be lost,
 // its process dead: it is there all the same).
-func (o *oracle) landedReceipt(skey, token string, rec idem.Record) {
+func (o *oracle) landedReceipt(writer, skey, token string, rec idem.Record) {
 	at := o.attempts[token]
 	if at == nil {
 		o.violatef("a receipt for %s with an unknown lease %s", short(skey), o.lease(token))
 		return
+	}
+	if at.landedAt.IsZero() {
+		o.owedAcross(writer, at)
 	}
 	at.landedAt = time.Now()
 	if c := o.w.cfg.MaxResult; c > 0 && len(rec.Result) > c {

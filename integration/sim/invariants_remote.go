@@ -96,7 +96,7 @@ func (o *oracle) remoteTransition(actor, token, skey string, before, after idem.
 			o.violatef("%s: released %s FAILED after its effect ended %q, not a definite failure: the next attempt runs it without reconciling", actor, short(skey), at.ended)
 		}
 		if at.endedLate {
-			o.violatef("%s: released %s FAILED after an error its effect returned once its context had ended: it may be the deadline's, whatever it is marked", actor, short(skey))
+			o.violatef("%s: released %s FAILED after an error its effect returned once its context had ended, without proof that the request never left: it may be the deadline's, whatever it is marked", actor, short(skey))
 		}
 		if still {
 			o.violatef("%s: released %s FAILED after a definite failure, though the outcome it took over (%s) is still unknown: the next attempt runs without reconciling", actor, short(skey), statusText(at.prev))

@@ -16,8 +16,9 @@ import (
 // batch, and deletes what the batch response says is done.
 
 // poll is the event source mapping: it sends what is due, receives batches
-// while an invocation slot is free, and ends when every message is deleted
-// or dead-lettered and no invocation runs.
+// while a process has room for another invocation (one, or PerProcess at
+// once), and ends when every message is deleted or dead-lettered and no
+// invocation runs.
 func (w *world) poll() {
 	slots := make([]*process, w.cfg.Concurrency)
 	gens := make([]int, w.cfg.Concurrency)
@@ -40,7 +41,7 @@ func (w *world) poll() {
 		}
 		slot := -1
 		for i, p := range slots {
-			if p == nil || p.isDead() || !p.isBusy() {
+			if p == nil || p.isDead() || !p.full() {
 				slot = i
 				break
 			}
@@ -101,10 +102,11 @@ func (w *world) wait(next time.Time) {
 }
 
 // invoke runs one invocation of p on batch, in its own goroutine: the
-// Lambda deadline, a kill at it (Lambda), the batch response, the deletes.
+// Lambda deadline, a kill at it (Lambda) or the invocation failed at it
+// (Managed Instances), the batch response, the deletes.
 func (w *world) invoke(p *process, inv string, batch []events.SQSMessage) {
 	p.mu.Lock()
-	p.busy = true
+	p.running++
 	p.mu.Unlock()
 	w.mu.Lock()
 	w.running++
@@ -119,21 +121,22 @@ func (w *world) invoke(p *process, inv string, batch []events.SQSMessage) {
 	w.logf(inv, "%s invoked with %v", p.name, ids)
 	w.check.delivered(len(batch))
 	go func() {
-		defer w.invoked(p)
+		defer w.invoked(p, inv)
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 		defer cancel()
 		b := newBatchRun(p, inv, batch)
+		b.deadline, _ = ctx.Deadline()
 		ctx = context.WithValue(ctx, batchKey{}, b)
 		p.mu.Lock()
-		p.cancel = cancel // a worker's shutdown cancels it (verdict.cancel)
+		p.cancels[inv] = cancel // a worker's shutdown cancels it (verdict.cancel)
 		p.mu.Unlock()
 		if w.cfg.Lambda {
-			done := w.killAtDeadline(p, inv)
+			done := w.atDeadline(p, b)
 			defer close(done)
 		}
 		resp, panicked, err := handle(ctx, p.handler, batch)
 		w.sched.at(inv, kindWorld, nil)
-		if p.isDead() {
+		if p.isDead() || b.timedOut.Load() {
 			return // no response: every message comes back after its visibility timeout
 		}
 		if panicked != nil {
@@ -166,11 +169,13 @@ func handle(ctx context.Context, h *sqsbatch.Handler, batch []events.SQSMessage)
 	return resp, nil, err
 }
 
-// killAtDeadline is Lambda ending an invocation that outlives its timeout:
-// at the deadline (a point of its own, so that the scheduler orders it
-// with what happens at the same instant) the process is killed, unless the
-// invocation is over (done closed) by then.
-func (w *world) killAtDeadline(p *process, inv string) (done chan struct{}) {
+// atDeadline is Lambda ending an invocation that outlives its timeout: at
+// the deadline (a point of its own, so that the scheduler orders it with
+// what happens at the same instant), unless the invocation is over (done
+// closed) by then, the process is killed — or, on Managed Instances, the
+// invocation is failed and the process, its code included, runs on.
+func (w *world) atDeadline(p *process, b *batchRun) (done chan struct{}) {
+	inv := b.inv
 	done = make(chan struct{})
 	w.ghosts.Add(1)
 	go func() {
@@ -186,16 +191,23 @@ func (w *world) killAtDeadline(p *process, inv string) (done chan struct{}) {
 		select {
 		case <-done:
 		default:
+			if w.cfg.managed() {
+				b.timedOut.Store(true)
+				w.check.count(func(s *Stats) { s.TimedOut++ })
+				w.logf(inv, "times out: its response is lost, %s runs on", p.name)
+				return
+			}
 			p.kill("killed at its deadline (" + inv + ")")
 		}
 	}()
 	return done
 }
 
-// invoked frees p's slot once its invocation is over.
-func (w *world) invoked(p *process) {
+// invoked frees p's room for inv once it is over.
+func (w *world) invoked(p *process, inv string) {
 	p.mu.Lock()
-	p.busy = false
+	p.running--
+	delete(p.cancels, inv)
 	p.mu.Unlock()
 	w.mu.Lock()
 	w.running--
@@ -206,8 +218,9 @@ func (w *world) invoked(p *process) {
 	}
 }
 
-func (p *process) isBusy() bool {
+// full reports whether p runs as many invocations as it can.
+func (p *process) full() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.busy
+	return p.running >= p.w.cfg.perProcess()
 }

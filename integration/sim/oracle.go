@@ -50,6 +50,9 @@ type oracle struct {
 	tried       map[string]bool
 	reading     map[string]reading
 	resolutions map[string][]resolution
+	// owed: per process, per storage key, the attempts whose receipt it
+	// owed, in order (invariants_shared.go).
+	owed map[*process]map[string][]*attempt
 }
 
 // attempt is one Guard attempt: a lease taken (or a commit tried).
@@ -111,6 +114,7 @@ func newOracle(w *world) *oracle {
 		last:    map[string]idem.Outcome{}, cancelled: map[string]bool{},
 		held: map[string]string{}, reconciledBy: map[string][]*attempt{},
 		tried: map[string]bool{}, reading: map[string]reading{}, resolutions: map[string][]resolution{},
+		owed: map[*process]map[string][]*attempt{},
 	}
 	o.stats.Outcomes = map[string]int{}
 	g, _ := idem.New(noStore{}, "sim")
@@ -157,6 +161,8 @@ func (o *oracle) acquiring(ctx context.Context, actor string, p *process, a idem
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := o.message(actor)
+	o.checkContext(ctx, actor)
+	o.checkOwed(actor, p, a, m)
 	o.current[actor] = a.Lease
 	o.cancelled[actor] = false
 	deadline, _ := ctx.Deadline()
@@ -186,6 +192,8 @@ func (o *oracle) acquired(ctx context.Context, actor string, a idem.Acquisition,
 			// (an acquire that landed and then failed): the copy after
 			// it meets it, in progress, rightly.
 			o.sameInv[actor] = h.actor
+		} else if h != nil && rec.Status == idem.StatusInProgress {
+			o.metSibling(o.attempts[a.Lease], h)
 		}
 		o.checkInTheWay(actor, a, rec)
 	}
@@ -252,10 +260,11 @@ func (o *oracle) released(actor, skey, token string, err error) {
 	}
 }
 
-func (o *oracle) committing(actor string, p *process, t idem.Transaction) {
+func (o *oracle) committing(ctx context.Context, actor string, p *process, t idem.Transaction) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := o.message(actor)
+	o.checkContext(ctx, actor)
 	o.current[actor] = t.Token
 	o.cancelled[actor] = false
 	o.attempts[t.Token] = &attempt{token: t.Token, actor: actor, key: m.Key, skey: t.Key, proc: p, variant: m.Variant,
@@ -365,6 +374,9 @@ func (o *oracle) observe(ctx context.Context, e idem.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.started[actor] = time.Now().Add(-e.Duration)
+	if e.Outcome == idem.Unconfirmed {
+		o.owedBy(procOf(ctx), o.attempts[o.current[actor]])
+	}
 	if (e.Err == nil) != (e.Outcome == idem.Executed || e.Outcome == idem.Duplicate || e.Outcome == idem.Reconciled || e.Outcome == idem.Rerun) {
 		o.violatef("observer: outcome %s with error %v", e.Outcome, e.Err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,8 +16,9 @@ import (
 )
 
 // process is a Lambda execution environment (or a worker): one Guard and
-// one batch handler, used by one invocation at a time, kept warm between
-// invocations, replaced after a crash or a timeout.
+// one batch handler, used by one invocation at a time (or by PerProcess at
+// once: instances.go), kept warm between invocations, replaced after a
+// crash or a timeout.
 type process struct {
 	w       *world
 	slot    int
@@ -27,15 +30,15 @@ type process struct {
 	mu          sync.Mutex
 	dead        bool
 	frozenUntil time.Time
-	busy        bool
-	cancel      context.CancelFunc // the context of its invocation in progress
+	running     int                           // its invocations in flight
+	cancels     map[string]context.CancelFunc // by invocation: the contexts of those in flight
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newProcess starts a process in slot: its skew is the slot's.
 func (w *world) newProcess(slot, gen int) *process {
-	p := &process{w: w, slot: slot, name: fmt.Sprintf("p%d.%d", slot, gen), skew: w.cfg.Skews[slot]}
+	p := &process{w: w, slot: slot, name: fmt.Sprintf("p%d.%d", slot, gen), skew: w.cfg.Skews[slot], cancels: map[string]context.CancelFunc{}}
 	c := w.cfg
 	opts := []idem.Option{
 		idem.WithSafetyMargin(c.Margin), idem.WithRetention(c.Retention),
@@ -125,16 +128,21 @@ func (p *process) at(actor string, k kind) (v verdict, dead bool) {
 	return v, false
 }
 
-// cancelInvocation cancels the context of p's invocation in progress, as
+// cancelInvocation cancels the contexts of p's invocations in progress, as
 // a worker shutting down does, at a point of actor.
 func (p *process) cancelInvocation(actor string) {
 	p.mu.Lock()
-	cancel := p.cancel
+	invs := slices.Sorted(maps.Keys(p.cancels))
+	cancels := maps.Clone(p.cancels)
 	p.mu.Unlock()
-	if cancel != nil {
-		p.w.logf(actor, "the invocation's context is cancelled")
+	for _, inv := range invs {
+		if len(invs) == 1 {
+			p.w.logf(actor, "the invocation's context is cancelled")
+		} else {
+			p.w.logf(actor, "the context of %s is cancelled", inv)
+		}
 		p.w.check.count(func(s *Stats) { s.Cancelled++ })
-		cancel()
+		cancels[inv]()
 	}
 }
 
@@ -197,7 +205,9 @@ func (p *process) waitThaw() bool {
 // clock is the Guard's clock: a point, then the bubble's time. The store
 // sees it shifted by the process's skew (skewed).
 func (p *process) clock() time.Time {
-	_, _ = p.at(p.name+"/clock", kindClock)
+	if p.w.cfg.clockPoint() {
+		_, _ = p.at(p.name+"/clock", kindClock)
+	}
 	return time.Now()
 }
 

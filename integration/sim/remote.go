@@ -192,7 +192,9 @@ func (p *process) remoteEffect(ctx context.Context) ([]byte, error) {
 	o.running(actor, lease.Token, ctx.Err() != nil)
 	v, dead := p.at(actor, kindEffect)
 	ended := func(how string, value []byte, err error) ([]byte, error) {
-		o.effectEnded(lease.Token, how, ctx.Err() != nil)
+		// Late: returned once its context had ended, without the proof
+		// (idem.NotSent) that the request never left.
+		o.effectEnded(lease.Token, how, ctx.Err() != nil && !idem.NotSent(err))
 		return value, err
 	}
 	// fails ends the call with a failure of the transport, marked Definite

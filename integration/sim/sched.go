@@ -10,9 +10,11 @@ import (
 
 // A schedule runs inside a synctest bubble: time is virtual, and it moves
 // only when every goroutine of the bubble is blocked. Every store request,
-// every clock read of a Guard, every effect and every step of the world
-// (a poll, a response, a send, a TTL deletion) is a point: the goroutine
-// that reaches it registers and blocks until the scheduler releases it.
+// every clock read of a Guard (in a process with several invocations, the
+// store answers after which its Guard may write what they share, instead:
+// instances.go), every effect and every step of the world (a poll, a
+// response, a send, a TTL deletion) is a point: the goroutine that reaches
+// it registers and blocks until the scheduler releases it.
 // The scheduler waits until every goroutine is blocked (synctest.Wait),
 // sorts the points by their actor's name, and lets the seeded generator
 // pick one, with what happens to it (a fault, a crash, a freeze). When no

@@ -18,10 +18,13 @@ var (
 	seeds   = flag.Int("sim.seeds", 2000, "schedules to run (make test: 100,000)")
 	first   = flag.Uint64("sim.first", 1, "first seed")
 	oneSeed = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
+	every   = flag.Bool("sim.every", false, "go on past a failing seed: run them all, and list every one that fails (how common a bug is)")
 )
 
 // TestSimulate runs schedules -sim.first … -sim.first+-sim.seeds-1 and
-// fails with the first failing seed's trace. -sim.seed replays one.
+// fails with the first failing seed's trace (with -sim.every, after
+// running them all, listing every failing seed and its first violation).
+// -sim.seed replays one.
 func TestSimulate(t *testing.T) {
 	if *oneSeed != 0 {
 		res := Run(t, draw(*oneSeed))
@@ -40,6 +43,7 @@ func TestSimulate(t *testing.T) {
 		mu     sync.Mutex
 		failed *Result
 		total  Totals
+		all    = map[uint64]string{} // -sim.every: each failing seed's first violation
 	)
 	next.Store(*first)
 	last := *first + uint64(*seeds)
@@ -66,7 +70,12 @@ func TestSimulate(t *testing.T) {
 						if failed == nil || res.Cfg.Seed < failed.Cfg.Seed {
 							failed = &res
 						}
+						_, v := res.Explain()
+						all[seed] = v[0]
 						mu.Unlock()
+						if *every {
+							continue
+						}
 						next.Store(last) // stop the others
 						break
 					}
@@ -79,6 +88,13 @@ func TestSimulate(t *testing.T) {
 	})
 	el := time.Since(start)
 	t.Logf("%d schedules in %s (%.0f/s), %d steps; %s", total.Schedules, el.Round(time.Millisecond), float64(total.Schedules)/el.Seconds(), total.Steps, total)
+	if *every && len(all) > 0 {
+		var b strings.Builder
+		for _, seed := range slices.Sorted(maps.Keys(all)) {
+			fmt.Fprintf(&b, "\nseed %d: %s", seed, all[seed])
+		}
+		t.Logf("%d of %d schedules break an invariant:%s", len(all), total.Schedules, b.String())
+	}
 	if failed != nil {
 		trace, violations := failed.Explain()
 		t.Fatalf("seed %d breaks an invariant (replay: go test ./integration/sim -run TestSimulate -sim.seed %d):\n%s\n%s\ntrace:\n%s",
@@ -124,6 +140,7 @@ func watch(running []atomic.Uint64) (stop func()) {
 type Totals struct {
 	Schedules, Steps, Effects, Deliveries, DLQ, DLQApplied, Requeued, DLQInProgress, DLQDone, Cancelled, Panics int
 	Held, SettledDone, SettledNotDone, SettledLive, Lapsed, Uncounted                                           int
+	TimedOut, MetSibling, OwedAcross                                                                            int
 	Doubles                                                                                                     map[string]int
 	Outcomes                                                                                                    map[string]int
 }
@@ -132,7 +149,8 @@ func (t *Totals) add(r Result) {
 	t.merge(Totals{Schedules: 1, Steps: r.Steps, Effects: r.Stats.Effects, Deliveries: r.Stats.Deliveries,
 		DLQ: r.Stats.DLQ, DLQApplied: r.Stats.DLQApplied, Requeued: r.Stats.Requeued, DLQInProgress: r.Stats.DLQInProgress, DLQDone: r.Stats.DLQDone,
 		Cancelled: r.Stats.Cancelled, Panics: r.Stats.Panics, Held: r.Stats.Held, SettledDone: r.Stats.SettledDone,
-		SettledNotDone: r.Stats.SettledNotDone, SettledLive: r.Stats.SettledLive, Lapsed: r.Stats.Lapsed, Uncounted: r.Stats.Uncounted, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
+		SettledNotDone: r.Stats.SettledNotDone, SettledLive: r.Stats.SettledLive, Lapsed: r.Stats.Lapsed, Uncounted: r.Stats.Uncounted,
+		TimedOut: r.Stats.TimedOut, MetSibling: r.Stats.MetSibling, OwedAcross: r.Stats.OwedAcross, Doubles: r.Doubles, Outcomes: r.Stats.Outcomes})
 }
 
 func (t *Totals) merge(o Totals) {
@@ -153,6 +171,9 @@ func (t *Totals) merge(o Totals) {
 	t.SettledLive += o.SettledLive
 	t.Lapsed += o.Lapsed
 	t.Uncounted += o.Uncounted
+	t.TimedOut += o.TimedOut
+	t.MetSibling += o.MetSibling
+	t.OwedAcross += o.OwedAcross
 	if t.Doubles == nil {
 		t.Doubles, t.Outcomes = map[string]int{}, map[string]int{}
 	}
@@ -166,8 +187,9 @@ func (t *Totals) merge(o Totals) {
 
 func (t Totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics, %d records held (resolved: %d done, %d not done, %d of them during the run), %d unknown outcomes taken past their retention as new, %d reruns ended unconfirmed or lease lost (no rerun reported); outcomes",
-		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics, t.Held, t.SettledDone, t.SettledNotDone, t.SettledLive, t.Lapsed, t.Uncounted)
+	fmt.Fprintf(&b, "%d deliveries, %d effects, %d requeued, DLQ %d (%d of keys applied: %d after meeting in progress, %d done on their last receive), %d invocations cancelled, %d hook and tracer panics, %d records held (resolved: %d done, %d not done, %d of them during the run), %d unknown outcomes taken past their retention as new, %d reruns ended unconfirmed or lease lost (no rerun reported), %d invocations timed out on Managed Instances (their process ran on), %d leases of a sibling invocation in the same process met in progress, %d receipts one invocation owed written by another invocation's copy; outcomes",
+		t.Deliveries, t.Effects, t.Requeued, t.DLQ, t.DLQApplied, t.DLQInProgress, t.DLQDone, t.Cancelled, t.Panics, t.Held, t.SettledDone, t.SettledNotDone, t.SettledLive, t.Lapsed, t.Uncounted,
+		t.TimedOut, t.MetSibling, t.OwedAcross)
 	for _, k := range slices.Sorted(maps.Keys(t.Outcomes)) {
 		fmt.Fprintf(&b, " %s %d", k, t.Outcomes[k])
 	}

@@ -40,6 +40,9 @@ func (s *skewed) Acquire(ctx context.Context, a idem.Acquisition) (idem.Record, 
 	s.w.check.acquiring(ctx, actor, s.p, a)
 	rec, ok, err := s.Store.Acquire(ctx, a)
 	s.w.check.acquired(ctx, actor, a, rec, ok, err)
+	if !ok && err == nil && rec.Status == idem.StatusCompleted {
+		s.p.answered(actor) // the Guard caches the receipt in its way
+	}
 	return unshift(rec, d), ok, err
 }
 
@@ -49,6 +52,7 @@ func (s *skewed) Complete(ctx context.Context, key, lease string, c idem.Complet
 	s.w.check.writing(actor, lease)
 	err := s.Store.Complete(ctx, key, lease, c)
 	s.w.check.completed(actor, key, lease, err)
+	s.p.answered(actor) // the Guard caches the receipt, or owes it
 	return err
 }
 
@@ -65,8 +69,9 @@ func (s *skewed) Commit(ctx context.Context, t idem.Transaction) (idem.Record, b
 	d := s.p.skew
 	t.Now, t.ExpiresAt = shift(t.Now, d), shift(t.ExpiresAt, d)
 	actor := s.w.actorOf(ctx)
-	s.w.check.committing(actor, s.p, t)
+	s.w.check.committing(ctx, actor, s.p, t)
 	rec, ok, err := s.Store.(idem.TxStore).Commit(ctx, t)
 	s.w.check.committed(ctx, actor, t, rec, ok, err)
+	s.p.answered(actor) // the Guard caches the receipt, its own or the one in its way
 	return unshift(rec, d), ok, err
 }

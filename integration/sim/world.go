@@ -91,7 +91,14 @@ type Stats struct {
 	// ran the effect again, and ended Unconfirmed or LeaseLost: the
 	// window entered, reported as no Rerun.
 	Uncounted int
-	Outcomes  map[string]int
+	// Shared processes (instances.go). TimedOut: invocations Managed
+	// Instances failed at their deadline, their process running on;
+	// MetSibling: acquires that met the live lease of another invocation
+	// of their own process (InProgress, as between processes);
+	// OwedAcross: receipts one invocation owed that another invocation's
+	// copy of the key, in the same process, wrote.
+	TimedOut, MetSibling, OwedAcross int
+	Outcomes                         map[string]int
 }
 
 func newWorld(cfg Config) *world {

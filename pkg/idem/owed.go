@@ -45,11 +45,17 @@ func (o *owedReceipts) get(key string, now time.Time) (receipt, bool) {
 }
 
 // put keeps r, with a result of its own that no caller can change, or
-// without its result when the budget is spent.
+// without its result when the budget is spent. A receipt of a later
+// attempt stays: with several invocations in one process, an attempt the
+// record was taken from may report its failed write after the attempt
+// that took it over, and only the latter's can still land.
 func (o *owedReceipts) put(key string, r receipt, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old, ok := o.items[key]; ok {
+		if old.token != r.token && old.attempts > r.attempts && now.Before(old.expires()) {
+			return
+		}
 		o.drop(key, old)
 	}
 	if o.resultBytes+len(r.completion.Result) > owedResultBudget {
@@ -68,10 +74,12 @@ func (o *owedReceipts) put(key string, r receipt, now time.Time) {
 	}
 }
 
-func (o *owedReceipts) remove(key string) {
+// remove forgets the receipt of key's attempt token, once written or
+// fenced out; another attempt's, put meanwhile, stays.
+func (o *owedReceipts) remove(key, token string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if r, ok := o.items[key]; ok {
+	if r, ok := o.items[key]; ok && r.token == token {
 		o.drop(key, r)
 	}
 }

@@ -77,7 +77,7 @@ func TestOwedResultsWithinBudget(t *testing.T) {
 			t.Fatalf("receipt %d: result kept %v, omitted %v; want the first 3 with their result", i, kept, r.completion.ResultOmitted)
 		}
 	}
-	o.remove("a")
+	o.remove("a", "")
 	if o.resultBytes != 2*len(chunk) {
 		t.Fatalf("after a removal %d bytes; want %d", o.resultBytes, 2*len(chunk))
 	}
@@ -88,5 +88,32 @@ func TestOwedResultsWithinBudget(t *testing.T) {
 	}
 	if _, ok := o.items["b"]; ok || o.resultBytes != 0 {
 		t.Fatalf("expired receipts kept after a sweep (%d entries, %d bytes)", len(o.items), o.resultBytes)
+	}
+}
+
+// TestOwedKeepsTheLatestAttempt: an earlier attempt's receipt neither
+// replaces nor removes the one of the attempt that took the record over.
+func TestOwedKeepsTheLatestAttempt(t *testing.T) {
+	o := newOwedReceipts()
+	now := time.Now()
+	exp := Completion{ExpiresAt: now.Add(time.Hour)}
+	o.put("k", receipt{token: "t2", attempts: 2, completion: exp}, now)
+	o.put("k", receipt{token: "t1", attempts: 1, completion: exp}, now)
+	if r, _ := o.get("k", now); r.token != "t2" {
+		t.Fatalf("owed %q after an earlier attempt's put; want t2", r.token)
+	}
+	o.remove("k", "t1")
+	if r, ok := o.get("k", now); !ok || r.token != "t2" {
+		t.Fatalf("owed %q, %v after removing an earlier attempt's; want t2", r.token, ok)
+	}
+	o.remove("k", "t2")
+	if _, ok := o.get("k", now); ok {
+		t.Fatal("owed after its own removal")
+	}
+	// An expired later attempt's receipt gives way.
+	o.put("k", receipt{token: "t3", attempts: 3, completion: Completion{ExpiresAt: now.Add(-time.Hour)}}, now)
+	o.put("k", receipt{token: "t1", attempts: 1, completion: exp}, now)
+	if r, _ := o.get("k", now); r.token != "t1" {
+		t.Fatalf("owed %q; want t1 over an expired receipt", r.token)
 	}
 }

@@ -88,13 +88,15 @@ func (g *Guard) fromOwed(ctx context.Context, skey, fp string, now time.Time) (r
 	err = g.writeReceipt(ctx, skey, &r)
 	switch {
 	case err == nil:
-		g.owed.remove(skey)
+		g.owed.remove(skey, r.token)
 		g.remember(skey, r.fingerprint, r.completion.Result, r.completion.ResultOmitted, r.attempts, r.completion.ExpiresAt)
 		res.Outcome, res.Value, res.ResultOmitted = Duplicate, slices.Clone(r.completion.Result), r.completion.ResultOmitted
 		return res, true, nil
 	case errors.Is(err, ErrLeaseLost):
-		g.owed.remove(skey)
-		return Result{}, false, nil
+		// Fenced out. Another invocation of this process may owe the
+		// receipt of the attempt that took the record over: that one next.
+		g.owed.remove(skey, r.token)
+		return g.fromOwed(ctx, skey, fp, now)
 	default:
 		g.owed.put(skey, r, g.opts.now())
 		res.Outcome, res.Value, res.ResultOmitted = Unconfirmed, slices.Clone(r.completion.Result), r.completion.ResultOmitted

@@ -215,3 +215,94 @@ func TestRerunWithoutReceiptIsStillARerun(t *testing.T) {
 		t.Fatalf("a new key: %+v, %v; want Executed, no re-run", res, err)
 	}
 }
+
+// gatedStore fails every Complete; the first one only once gate is closed.
+type gatedStore struct {
+	*idemtest.MemoryStore
+	mu      sync.Mutex
+	calls   int
+	down    bool
+	waiting chan struct{} // closed when the first Complete waits at the gate
+	gate    chan struct{}
+}
+
+func (s *gatedStore) Complete(ctx context.Context, key, lease string, c idem.Completion) error {
+	s.mu.Lock()
+	s.calls++
+	n, down := s.calls, s.down
+	s.mu.Unlock()
+	if n == 1 {
+		close(s.waiting)
+		<-s.gate
+	}
+	if down {
+		return errors.New("ThrottlingException")
+	}
+	return s.MemoryStore.Complete(ctx, key, lease, c)
+}
+
+func (s *gatedStore) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+// TestOwedReceiptOfTheLatestAttempt: two invocations in one process (Lambda
+// Managed Instances) both owe the receipt of one key: the first one's
+// receipt write hung past its lease, the second took the record over and
+// ran the effect, and both writes failed. The first one's failure, reported
+// last, must not replace the receipt of the attempt that holds the record:
+// fenced out, it would be dropped, and the next copy would run the effect a
+// third time (found by the simulator with several invocations per process).
+func TestOwedReceiptOfTheLatestAttempt(t *testing.T) {
+	store := &gatedStore{MemoryStore: idemtest.NewMemoryStore(), down: true,
+		waiting: make(chan struct{}), gate: make(chan struct{})}
+	g := mustGuard(t, store, idem.WithLease(200*time.Millisecond), idem.WithSafetyMargin(100*time.Millisecond))
+	var mu sync.Mutex
+	runs := 0
+	effect := func(context.Context) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		runs++
+		return []byte{byte('0' + runs)}, nil
+	}
+	first := make(chan idem.Result)
+	go func() {
+		res, _ := g.Do(context.Background(), "k", []byte("p"), effect)
+		first <- res
+	}()
+	<-store.waiting
+	// The first attempt's lease runs out while its receipt write hangs.
+	leaseEnds(t, store, g.StorageKey("k"))
+	res, err := g.Do(context.Background(), "k", []byte("p"), effect)
+	if res.Outcome != idem.Unconfirmed || !res.Rerun {
+		t.Fatalf("second attempt: %+v, %v; want an Unconfirmed re-run", res, err)
+	}
+	close(store.gate)
+	if res := <-first; res.Outcome != idem.Unconfirmed {
+		t.Fatalf("first attempt: %+v; want Unconfirmed", res)
+	}
+	store.setDown(false)
+	leaseEnds(t, store, g.StorageKey("k")) // the second one's too
+	res, err = g.Do(context.Background(), "k", []byte("p"), effect)
+	if err != nil || res.Outcome != idem.Duplicate || string(res.Value) != "2" || runs != 2 {
+		t.Fatalf("next copy: %+v, %v, runs %d; want Duplicate of the second attempt's receipt, 2 runs", res, err, runs)
+	}
+}
+
+// leaseEnds waits until the lease of skey's record has run out.
+func leaseEnds(t *testing.T, store interface {
+	Get(context.Context, string) (idem.Record, bool, error)
+}, skey string) {
+	t.Helper()
+	for {
+		rec, _, err := store.Get(context.Background(), skey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(rec.LeaseUntil.Add(10 * time.Millisecond)) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -126,6 +126,26 @@ var mutants = []mutant{
 		new_: "\tif len(o.items) >= 16 {\n\t\treturn\n\t}\n\tif o.resultBytes+len(r.completion.Result) > owedResultBudget {",
 	},
 	{
+		// Sound for one call of a key at a time (the receipt is put back
+		// when the write fails); two copies in one process at once — two
+		// invocations of a Managed Instances environment — and the second
+		// finds nothing owed while the first writes, takes the key over.
+		name: "idem: an owed receipt taken out while a copy writes it (a copy in another invocation finds none)",
+		file: "pkg/idem/receipt.go",
+		old:  "\terr = g.writeReceipt(ctx, skey, &r)\n",
+		new_: "\tg.owed.remove(skey, r.token)\n\terr = g.writeReceipt(ctx, skey, &r)\n",
+	},
+	{
+		// The bug shared processes found (seed 1732): an attempt whose
+		// receipt write outlived its lease, or a copy's failed write of
+		// it, puts its receipt back over the one a later attempt of the
+		// same process owes; that one is forgotten, the key taken again.
+		name: "idem: an older owed receipt put back over a later attempt's (the later one forgotten)",
+		file: "pkg/idem/owed.go",
+		old:  "if old.token != r.token && old.attempts > r.attempts && now.Before(old.expires()) {",
+		new_: "if false && old.token != r.token && old.attempts > r.attempts && now.Before(old.expires()) {",
+	},
+	{
 		name: "idem: the result cap not applied (a receipt, owed or written, keeps the whole result)",
 		file: "pkg/idem/guard.go",
 		old:  "if len(value) > g.opts.maxResult {",
@@ -230,14 +250,14 @@ var mutants = []mutant{
 	{
 		name: "idem: a definite error treated as ambiguous (released UNKNOWN)",
 		file: "pkg/idem/guard.go",
-		old:  "if IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {",
-		new_: "if false && IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {",
+		old:  "if IsDefinite(reason) && !stillUnknown && (effectCtx.Err() == nil || NotSent(reason)) {",
+		new_: "if false && IsDefinite(reason) && !stillUnknown && (effectCtx.Err() == nil || NotSent(reason)) {",
 	},
 	{
 		name: "idem: a retry's definite failure forgets the unknown outcome it took over (released FAILED)",
 		file: "pkg/idem/guard.go",
-		old:  "if IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {",
-		new_: "if IsDefinite(reason) && effectCtx.Err() == nil {",
+		old:  "if IsDefinite(reason) && !stillUnknown && (effectCtx.Err() == nil || NotSent(reason)) {",
+		new_: "if IsDefinite(reason) && (effectCtx.Err() == nil || NotSent(reason)) {",
 	},
 	{
 		name: "idem: a hold that met a takeover reported as a store failure",
@@ -278,7 +298,7 @@ var mutants = []mutant{
 	{
 		name: "idem: a definite error the effect returned after its context ended trusted (released FAILED)",
 		file: "pkg/idem/guard.go",
-		old:  "if IsDefinite(reason) && !stillUnknown && effectCtx.Err() == nil {",
+		old:  "if IsDefinite(reason) && !stillUnknown && (effectCtx.Err() == nil || NotSent(reason)) {",
 		new_: "if IsDefinite(reason) && !stillUnknown {",
 	},
 	{
