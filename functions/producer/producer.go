@@ -164,15 +164,26 @@ func (p *Producer) Handle(ctx context.Context, in Input) (Output, error) {
 		switch {
 		case r.err == nil && r.outcome == idem.Executed:
 			out.Sent++
+		case r.err == nil && r.outcome == idem.Rerun:
+			// Sent again over an earlier send whose outcome was unknown:
+			// the queue may hold the message twice (the consumer dedups
+			// it by key).
+			out.Sent++
+			log.WarnContext(ctx, "message sent again after an unknown outcome", slog.String("storage_key", p.guard.StorageKey(r.key)),
+				slog.Bool("rerun", true))
 		case r.err == nil && r.outcome == idem.Duplicate:
 			out.Duplicates++
 		case r.outcome == idem.InProgress:
 			out.InProgress++
 		default:
+			reason := "outcome " + r.outcome.String()
+			if r.err != nil {
+				reason = r.err.Error()
+			}
 			out.Failed++
-			out.Failures = append(out.Failures, Failure{Key: r.key, Reason: r.err.Error()})
+			out.Failures = append(out.Failures, Failure{Key: r.key, Reason: reason})
 			log.WarnContext(ctx, "message not sent", slog.String("storage_key", p.guard.StorageKey(r.key)),
-				slog.String("outcome", r.outcome.String()), slog.String("error", r.err.Error()))
+				slog.String("outcome", r.outcome.String()), slog.String("error", reason))
 		}
 	}
 	log.InfoContext(ctx, "messages done", slog.Int("messages", len(in.Messages)), slog.Int("sent", out.Sent),

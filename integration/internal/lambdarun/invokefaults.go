@@ -12,7 +12,11 @@ import (
 // hit.
 type InvokeFaults struct {
 	// Fault decides at this invocation's fault points, instead of the
-	// pool's function (SetFaultFunc).
+	// pool's function (SetFaultFunc). With several invocations in flight
+	// in one process (Function.Concurrency), a fault call is this
+	// invocation's when it carries its request id
+	// (consumer.FaultHookRequestID, as the consumer runtime sends it); one
+	// that carries none goes to the pool's function.
 	Fault func(point, key string) Action
 	// KillAfter SIGKILLs the process this long after the runtime took the
 	// invocation, if it is still running then: a crash at whatever line the
@@ -44,7 +48,7 @@ func (in *instance) killAfter(proc *process, inv *invocation) (stop func()) {
 	p, d := in.pool, inv.faults.KillAfter
 	t := time.AfterFunc(d, func() {
 		in.mu.Lock()
-		alive := in.proc == proc && proc.active == inv && !isClosed(proc.exited)
+		alive := in.proc == proc && proc.active[inv.id] == inv && !isClosed(proc.exited)
 		if alive {
 			proc.faultPoint, proc.faultKey = PointKillAfter, d.String()
 		}

@@ -5,8 +5,11 @@
 // and process deaths.
 //
 // Each instance is one process with its own 127.0.0.1 endpoint and handles one
-// invocation at a time, as a Lambda execution environment does. Timeouts and
-// crashes kill the process group and start a fresh process (a new "cold
+// invocation at a time, as a Lambda execution environment does, or up to
+// Function.Concurrency at once, as one of Lambda Managed Instances does
+// (AWS_LAMBDA_MAX_CONCURRENCY: aws-lambda-go then long-polls /next from that
+// many goroutines). Timeouts and crashes kill the process group, and with it
+// every invocation in flight in it, and start a fresh process (a new "cold
 // start"), which is exactly the situation the exactly-once machinery must
 // survive.
 //
@@ -102,7 +105,16 @@ type Function struct {
 	Env      map[string]string
 	Timeout  time.Duration // default 3s, as Lambda
 	MemoryMB int           // default 128; only reported to the runtime
+	// Concurrency is how many invocations one process runs at once, set as
+	// AWS_LAMBDA_MAX_CONCURRENCY (Lambda Managed Instances' per-environment
+	// concurrency). 0: Env's AWS_LAMBDA_MAX_CONCURRENCY if it is set, else
+	// 1, one at a time, and the variable is not set.
+	Concurrency int
 }
+
+// EnvMaxConcurrency is the variable aws-lambda-go reads for how many
+// invocations it runs at once in one process.
+const EnvMaxConcurrency = "AWS_LAMBDA_MAX_CONCURRENCY"
 
 // Option configures Start.
 type Option func(*options)
@@ -189,10 +201,11 @@ type process struct {
 	ready   chan struct{} // closed on the first /next
 	readyMu sync.Once
 	// Guarded by instance.mu.
-	active     *invocation
+	active     map[string]*invocation // by request id: taken, not answered
 	initErr    *FunctionError
 	faultPoint string
 	faultKey   string
+	timedOut   string // the request whose timeout killed the process
 }
 
 type instance struct {
@@ -200,11 +213,11 @@ type instance struct {
 	id   int
 	addr string
 	srv  *http.Server
-	work chan *invocation // buffered 1; Invoke puts, /next takes
+	work chan *invocation // buffered Function.Concurrency; Invoke puts, /next takes
 
 	mu       sync.Mutex
 	proc     *process
-	busy     bool // an Invoke owns the instance; it, not the exit watcher, restarts
+	inflight int // Invokes on the instance; while any, they, not the exit watcher, restart
 	stopping bool
 }
 
@@ -227,6 +240,10 @@ func Start(ctx context.Context, fn Function, instances int, opts ...Option) (*Po
 	if fn.MemoryMB <= 0 {
 		fn.MemoryMB = 128
 	}
+	if fn.Concurrency == 0 {
+		fn.Concurrency, _ = strconv.Atoi(fn.Env[EnvMaxConcurrency])
+	}
+	fn.Concurrency = max(fn.Concurrency, 1)
 	o := options{log: io.Discard, region: os.Getenv("AWS_REGION"), accountID: "000000000000", initTimeout: 10 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
@@ -241,7 +258,7 @@ func Start(ctx context.Context, fn Function, instances int, opts ...Option) (*Po
 		fn:          fn,
 		opts:        o,
 		arn:         fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", o.region, o.accountID, fn.Name),
-		free:        make(chan *instance, instances),
+		free:        make(chan *instance, instances*fn.Concurrency),
 		done:        make(chan struct{}),
 		faultPoints: map[string]FaultCount{},
 	}
@@ -272,8 +289,11 @@ func Start(ctx context.Context, fn Function, instances int, opts ...Option) (*Po
 			return nil, fmt.Errorf("lambdarun: starting %s: %w", fn.Name, ctx.Err())
 		}
 	}
-	for _, in := range p.instances {
-		p.free <- in
+	// An instance is free as many times as it runs invocations at once.
+	for range fn.Concurrency {
+		for _, in := range p.instances {
+			p.free <- in
+		}
 	}
 	return p, nil
 }
@@ -337,8 +357,9 @@ func (p *Pool) PIDs() []int {
 	return pids
 }
 
-// Invoke runs one synchronous invocation on a free instance, waiting for one
-// if all are busy. If ctx ends after the runtime has picked the invocation
+// Invoke runs one synchronous invocation on a free instance (one running
+// fewer than Function.Concurrency invocations), waiting for one if all are
+// busy. If ctx ends after the runtime has picked the invocation
 // up, Invoke returns ctx.Err() but the invocation keeps running to completion
 // (or timeout) and its instance stays busy meanwhile, as in Lambda, where a
 // caller hanging up does not stop the function.
@@ -372,7 +393,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 			p.crashes.Add(1)
 		}
 		resc <- result{out, err}
-		p.free <- in // cap == len(instances): never blocks
+		p.free <- in // cap == len(instances) * Concurrency: never blocks
 	}()
 	select {
 	case r := <-resc:
@@ -434,7 +455,7 @@ func (p *Pool) newInstance(id int) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lambdarun: listen: %w", err)
 	}
-	in := &instance{pool: p, id: id, addr: ln.Addr().String(), work: make(chan *invocation, 1)}
+	in := &instance{pool: p, id: id, addr: ln.Addr().String(), work: make(chan *invocation, p.fn.Concurrency)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+apiPrefix+"/invocation/next", in.handleNext)
 	mux.HandleFunc("POST "+apiPrefix+"/invocation/{id}/response", in.handleResponse)
@@ -484,6 +505,9 @@ func (in *instance) env() []string {
 		"LAMBDA_TASK_ROOT="+filepath.Dir(fn.Binary),
 		"_HANDLER=bootstrap",
 	)
+	if fn.Concurrency > 1 {
+		env = append(env, EnvMaxConcurrency+"="+strconv.Itoa(fn.Concurrency))
+	}
 	return env
 }
 
@@ -510,7 +534,8 @@ func (in *instance) spawnLocked(restart bool) error {
 		return fmt.Errorf("lambdarun: start %s: %w", p.fn.Binary, err)
 	}
 	pid.Store(int64(cmd.Process.Pid))
-	proc := &process{cmd: cmd, pid: cmd.Process.Pid, began: time.Now(), exited: make(chan struct{}), ready: make(chan struct{})}
+	proc := &process{cmd: cmd, pid: cmd.Process.Pid, began: time.Now(), exited: make(chan struct{}), ready: make(chan struct{}),
+		active: map[string]*invocation{}}
 	in.proc = proc
 	if restart {
 		p.restarts.Add(1)
@@ -529,14 +554,14 @@ func (in *instance) spawnLocked(restart bool) error {
 
 // onExit restarts an instance whose process died while idle (for example
 // after a panic, which aws-lambda-go reports and then exits on). While an
-// Invoke owns the instance, it restarts instead, so exactly one party does.
+// Invoke is on the instance, it restarts instead, so exactly one party does.
 func (in *instance) onExit(proc *process) {
 	if time.Since(proc.began) < 500*time.Millisecond {
 		time.Sleep(200 * time.Millisecond) // don't spin on a binary that dies at init
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.stopping || in.busy || in.proc != proc {
+	if in.stopping || in.inflight > 0 || in.proc != proc {
 		return
 	}
 	if err := in.spawnLocked(true); err != nil {
@@ -549,7 +574,7 @@ func (in *instance) onExit(proc *process) {
 func (in *instance) finish() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.busy = false
+	in.inflight--
 	if in.stopping {
 		return
 	}
@@ -571,11 +596,23 @@ func (in *instance) abandon(inv *invocation) bool {
 	default:
 	}
 	inv.abandoned = true
-	select {
-	case <-in.work:
-	default:
-	}
+	in.dropLocked(func(w *invocation) bool { return w == inv })
 	return true
+}
+
+// dropLocked takes out of in.work the invocations drop says; the others
+// stay, in their order. in.mu is held, so no Invoke puts meanwhile; a /next
+// that took one already sees it abandoned.
+func (in *instance) dropLocked(drop func(*invocation) bool) {
+	var keep []*invocation
+	for len(in.work) > 0 {
+		if w := <-in.work; !drop(w) {
+			keep = append(keep, w)
+		}
+	}
+	for _, w := range keep {
+		in.work <- w
+	}
 }
 
 func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
@@ -585,7 +622,7 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 		in.mu.Unlock()
 		return nil, ErrStopped
 	}
-	in.busy = true
+	in.inflight++
 	defer in.finish()
 	// A process that died while idle may not have been replaced yet (the exit
 	// watcher backs off); don't charge that crash to this invocation.
@@ -598,10 +635,7 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 	// While busy, nobody else restarts the instance, so proc stays the one
 	// that will take this invocation.
 	proc := in.proc
-	select {
-	case <-in.work: // defensive: never block on a leftover
-	default:
-	}
+	in.dropLocked(func(w *invocation) bool { return w.abandoned }) // defensive: never block on a leftover
 	in.work <- inv
 	in.mu.Unlock()
 
@@ -622,9 +656,13 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 				return nil, in.crashErr(proc)
 			}
 			in.mu.Lock()
-			if err := in.spawnLocked(true); err != nil {
-				in.mu.Unlock()
-				return nil, fmt.Errorf("lambdarun: %s#%d: %w", p.fn.Name, in.id, err)
+			// Another invocation of the instance may have started the
+			// fresh process already.
+			if in.proc == proc || in.proc == nil || isClosed(in.proc.exited) {
+				if err := in.spawnLocked(true); err != nil {
+					in.mu.Unlock()
+					return nil, fmt.Errorf("lambdarun: %s#%d: %w", p.fn.Name, in.id, err)
+				}
 			}
 			proc = in.proc
 			inv.abandoned = false
@@ -672,6 +710,11 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 			return r.out, r.err
 		default:
 		}
+		in.mu.Lock()
+		if proc.timedOut == "" {
+			proc.timedOut = inv.id
+		}
+		in.mu.Unlock()
 		killAndWait(proc)
 		p.logf("%s#%d request %s timed out after %s", p.fn.Name, in.id, inv.id, p.fn.Timeout)
 		return nil, fmt.Errorf("lambdarun: %s request %s: %w after %s", p.fn.Name, inv.id, ErrTimeout, p.fn.Timeout)
@@ -691,6 +734,8 @@ func (in *instance) crashErr(proc *process) error {
 		return fmt.Errorf("lambdarun: %s#%d killed at fault point %q key %q: %w", in.pool.fn.Name, in.id, proc.faultPoint, proc.faultKey, ErrCrashed)
 	case proc.initErr != nil:
 		return fmt.Errorf("lambdarun: %s#%d init error %s: %s: %w", in.pool.fn.Name, in.id, proc.initErr.Type, proc.initErr.Message, ErrCrashed)
+	case proc.timedOut != "":
+		return fmt.Errorf("lambdarun: %s#%d killed: request %s of the same process timed out: %w", in.pool.fn.Name, in.id, proc.timedOut, ErrCrashed)
 	}
 	return fmt.Errorf("lambdarun: %s#%d %s: %w", in.pool.fn.Name, in.id, proc.cmd.ProcessState, ErrCrashed)
 }
@@ -759,7 +804,7 @@ func (in *instance) handleNext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		inv.deadline = time.Now().Add(in.pool.fn.Timeout)
-		proc.active = inv
+		proc.active[inv.id] = inv
 		close(inv.started)
 		in.mu.Unlock()
 
@@ -779,9 +824,9 @@ func (in *instance) handleNext(w http.ResponseWriter, r *http.Request) {
 func (in *instance) complete(w http.ResponseWriter, id string, res result) {
 	in.mu.Lock()
 	var inv *invocation
-	if in.proc != nil && in.proc.active != nil && in.proc.active.id == id {
-		inv = in.proc.active
-		in.proc.active = nil
+	if in.proc != nil {
+		inv = in.proc.active[id]
+		delete(in.proc.active, id)
 	}
 	in.mu.Unlock()
 	if inv == nil {
@@ -847,8 +892,8 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	p.countFault(point, false)
 	in.mu.Lock()
 	var own func(point, key string) Action
-	if in.proc != nil && in.proc.active != nil {
-		own = in.proc.active.faults.Fault
+	if inv := in.caller(r); inv != nil {
+		own = inv.faults.Fault
 	}
 	in.mu.Unlock()
 	act := Continue
@@ -883,6 +928,24 @@ func (in *instance) handleFault(w http.ResponseWriter, r *http.Request) {
 	case <-proc.exited:
 	case <-r.Context().Done():
 	}
+}
+
+// caller is the invocation a fault call comes from: the one its request_id
+// names (consumer sends it), else the only one in flight; nil when neither
+// tells. in.mu is held.
+func (in *instance) caller(r *http.Request) *invocation {
+	if in.proc == nil {
+		return nil
+	}
+	if id := r.URL.Query().Get(consumer.FaultHookRequestID); id != "" {
+		return in.proc.active[id]
+	}
+	if len(in.proc.active) == 1 {
+		for _, inv := range in.proc.active {
+			return inv
+		}
+	}
+	return nil
 }
 
 // freeze stops the calling process, then answers its fault call (it reads

@@ -326,8 +326,9 @@ func TestConcurrentInstances(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	// One invocation per instance at a time: 9 x 300ms on 3 instances.
-	if elapsed < per*300*time.Millisecond || elapsed > 3*time.Second {
+	// One invocation per instance at a time: 9 x 300ms on 3 instances take
+	// at least 900ms (no upper bound: a loaded machine may take any time).
+	if elapsed < per*300*time.Millisecond {
 		t.Fatalf("elapsed %s", elapsed)
 	}
 	if len(pids) != n {

@@ -60,7 +60,7 @@ func (w *faulty) crashPoint(ctx context.Context, key string, msg events.SQSMessa
 		}
 		return ""
 	default:
-		w.log.WarnContext(ctx, "unknown fault attribute ignored", slog.String(FaultAttribute, f))
+		w.logger(ctx).WarnContext(ctx, "unknown fault attribute ignored", slog.String(FaultAttribute, f))
 		return ""
 	}
 }

@@ -15,6 +15,11 @@ const (
 	// the receipt is written; the harness may SIGKILL or SIGSTOP the
 	// process instead of answering.
 	EnvFaultHookURL = "FAULT_HOOK_URL"
+	// FaultHookRequestID is the query parameter of a fault hook call that
+	// holds the request id of the invocation calling: with several
+	// invocations in one process (AWS_LAMBDA_MAX_CONCURRENCY), it tells
+	// the harness which one is at the point.
+	FaultHookRequestID = "request_id"
 	// EnvFaultFailKeys (comma-separated keys) fail the effect on their
 	// first EnvFaultFailTimes attempts (default 1).
 	EnvFaultFailKeys  = "FAULT_EFFECT_FAIL_KEYS"

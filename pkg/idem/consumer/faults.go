@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/exactlyonce/sqsidem/pkg/idem"
 )
@@ -117,6 +118,9 @@ func (w *faulty) hook(ctx context.Context, point, key string) {
 	q := u.Query()
 	q.Set("point", point)
 	q.Set("key", key)
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		q.Set(FaultHookRequestID, lc.AwsRequestID)
+	}
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
@@ -129,13 +133,13 @@ func (w *faulty) hook(ctx context.Context, point, key string) {
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		w.log.DebugContext(ctx, "fault hook", slog.String("point", point), slog.String("error", err.Error()))
+		w.logger(ctx).DebugContext(ctx, "fault hook", slog.String("point", point), slog.String("error", err.Error()))
 		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		w.log.DebugContext(ctx, "fault hook", slog.String("point", point), slog.Int("status", resp.StatusCode))
+		w.logger(ctx).DebugContext(ctx, "fault hook", slog.String("point", point), slog.Int("status", resp.StatusCode))
 	}
 }
 
@@ -174,4 +178,13 @@ func (w *faulty) attempt(ctx context.Context, key string, msg events.SQSMessage)
 	defer w.mu.Unlock()
 	w.calls[key]++
 	return w.calls[key]
+}
+
+// logger is w's logger with the request id of ctx's invocation, as the
+// Handler's lines carry it: several invocations may share the process.
+func (w *faulty) logger(ctx context.Context) *slog.Logger {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return w.log.With(slog.String(attrRequestID, lc.AwsRequestID))
+	}
+	return w.log
 }

@@ -155,9 +155,10 @@ type batchStateKey struct{}
 // Handle is the Lambda handler. The per-record lines are sqsbatch's; this
 // adds the EMF line and a summary of the batch.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	log := h.log
+	log, requestID := h.log, ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		log = log.With(slog.String("request_id", lc.AwsRequestID))
+		requestID = lc.AwsRequestID
+		log = log.With(slog.String(attrRequestID, requestID))
 	}
 	st := &batchState{log: log}
 	if h.logBodies {
@@ -169,7 +170,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	resp, err := h.batch.Handle(context.WithValue(ctx, batchStateKey{}, st), ev)
 
 	n := st.counts.snapshot()
-	if merr := h.metrics.emit(n); merr != nil {
+	if merr := h.metrics.emit(n, requestID); merr != nil {
 		log.WarnContext(ctx, "metrics not written", slog.String("error", merr.Error()))
 	}
 	attrs := []slog.Attr{slog.Int("records", len(ev.Records)), slog.Int("failed", len(resp.BatchItemFailures))}

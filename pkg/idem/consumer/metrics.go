@@ -78,6 +78,10 @@ type emf struct {
 	now       func() time.Time
 }
 
+// attrRequestID names the request id of an invocation in its log lines
+// (as sqsbatch spells it) and in its EMF line.
+const attrRequestID = "request_id"
+
 type emfMetric struct {
 	Name string `json:"Name"`
 	Unit string `json:"Unit"`
@@ -95,11 +99,17 @@ type emfMetadata struct {
 }
 
 // emit writes one line with the batch's counts, zeros included, so that a
-// graph shows 0 rather than no data.
-func (m *emf) emit(n map[string]int) error {
+// graph shows 0 rather than no data. requestID, when set, goes in as a
+// property, neither a metric nor a dimension: with several invocations in
+// one process (Lambda Managed Instances) their lines interleave, and it
+// tells which batch a line counts.
+func (m *emf) emit(n map[string]int, requestID string) error {
 	doc := map[string]any{
 		DimensionFunctionName: m.function,
 		DimensionNamespace:    m.namespace,
+	}
+	if requestID != "" {
+		doc[attrRequestID] = requestID
 	}
 	dir := emfDirective{
 		Namespace:  MetricNamespace,

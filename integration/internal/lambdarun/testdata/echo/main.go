@@ -19,8 +19,11 @@ import (
 // stays quick; the harness's tests fail if the two names part.
 const faultHookURL = "FAULT_HOOK_URL"
 
+// faultHookRequestID is consumer.FaultHookRequestID.
+const faultHookRequestID = "request_id"
+
 type request struct {
-	Op    string `json:"op"`    // echo | sleep | error | deadline | fault | panic | exit
+	Op    string `json:"op"`    // echo | sleep | error | deadline | fault | panic | exit | concurrency
 	Value string `json:"value"` // echoed back / error message / fault key
 	Sleep string `json:"sleep"` // duration for op=sleep
 }
@@ -54,12 +57,15 @@ func handle(ctx context.Context, req request) (response, error) {
 			out.DeadlineMs = dl.UnixMilli()
 		}
 	case "fault":
-		u := os.Getenv(faultHookURL) + "?point=" + url.QueryEscape("before-commit") + "&key=" + url.QueryEscape(req.Value)
+		u := os.Getenv(faultHookURL) + "?point=" + url.QueryEscape("before-commit") + "&key=" + url.QueryEscape(req.Value) +
+			"&" + faultHookRequestID + "=" + url.QueryEscape(out.RequestID)
 		resp, err := http.Post(u, "text/plain", nil)
 		if err != nil {
 			return out, err
 		}
 		resp.Body.Close()
+	case "concurrency":
+		out.Value = os.Getenv("AWS_LAMBDA_MAX_CONCURRENCY")
 	case "panic":
 		panic(req.Value)
 	case "exit":
