@@ -230,11 +230,11 @@ test-compile-run:
 	if [ $$pyrc != 0 ]; then echo "make test: installing the Python tools failed (log above)"; fi; \
 	[ $$rc = 0 ] && [ $$pyrc = 0 ]
 
-# The forking checklist (docs/template.md) performed on a scratch copy with another
-# effect (integration/fork/testdata), then its unit tests, synth and the
-# scenarios in its mode.
+# The forking checklist (docs/template.md) performed on scratch copies with
+# three other effects (integration/fork/testdata: one per guarantee), then
+# each one's unit tests, synth and the scenarios in its configuration.
 .PHONY: fork-rehearsal
-fork-rehearsal: deps-base ## follow the forking checklist (docs/template.md) on a scratch copy (payment notices to a partner over HTTP, lease mode) and prove the result
+fork-rehearsal: deps-base ## follow the forking checklist (docs/template.md) on scratch copies (three HTTP effects: reconciled, hold, retry) and prove each result
 	@bash integration/scripts/fork-rehearsal.sh
 
 # The deterministic simulator (integration/sim): SIM_SEEDS schedules from
@@ -359,8 +359,9 @@ synth-hardened: npm $(BOOTSTRAPS) ## synthesize the hardened profile (customer-m
 
 .PHONY: cfn-checks
 cfn-checks: CONTEXT += -c exampleSettings=true
-cfn-checks: synth synth-test synth-hardened ## cfn-lint every synthesized template, checkov the hardened one (pinned tools in .cache/cfn-venv)
-	@bash integration/scripts/cfn-checks.sh cdk.out cdk.test.out cdk.hardened.out
+cfn-checks: synth synth-test synth-hardened ## cfn-lint every synthesized template (the scaling options' too), checkov the hardened one (pinned tools in .cache/cfn-venv)
+	@rm -rf $(CACHE)/scaling && cd infra/exactlyonce && SQSIDEM_SCALING_OUT=$(abspath $(CACHE))/scaling go test -count=1 -run '^TestScalingAssemblies$$' . >/dev/null
+	@bash integration/scripts/cfn-checks.sh cdk.out cdk.test.out cdk.hardened.out $(CACHE)/scaling/cdk.*.out
 
 .PHONY: deploy
 deploy: npm $(ARM_BOOTSTRAPS) ## deploy to the AWS account of your current credentials (the effect's required settings in CONTEXT='-c effectUrl=…')

@@ -16,7 +16,8 @@ import (
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
-// The app's names and mode, in one place: what a fork edits here.
+// The app's names, mode and unknown-outcome policy, in one place: what a
+// fork edits here.
 const (
 	// StackName is the stack of the default and hardened profiles; the
 	// test and localstack profiles deploy StackName+"Test" and
@@ -31,7 +32,28 @@ const (
 	// writes only (exactly once, no window). The integration suite runs
 	// the scenarios of a mode in that mode whatever this says.
 	Mode = consumer.ModeLease
+	// UnknownOutcome is what the consumer does, in lease mode and in every
+	// profile, with an unknown outcome (a crash, a timeout, an error not
+	// marked idem.Definite) that the effect's Reconcile could not settle or
+	// that it has none for: consumer.UnknownRetry runs the effect again
+	// (without a Reconcile: at least once, a second effect counted as
+	// Rerun), consumer.UnknownHold parks the key HELD for an operator
+	// (without a Reconcile: at most once; docs/template.md, "A remote that
+	// cannot be asked"). Transactional mode never leaves an unknown
+	// outcome: there the profiles take the construct's default (retry,
+	// which does nothing there). -c unknownOutcome= overrides it.
+	UnknownOutcome = consumer.UnknownRetry
 )
+
+// unknownOutcomeIn is the app's policy in mode: UnknownOutcome in lease
+// mode, the construct's default in transactional mode (which refuses
+// hold: it would hold nothing).
+func unknownOutcomeIn(mode string) string {
+	if mode == consumer.ModeTransactional {
+		return consumer.DefaultUnknownOutcome
+	}
+	return UnknownOutcome
+}
 
 // Config is the app's single source of truth: the consumer's settings
 // (exactlyonce.Config, validated there) and the example's own. The producer
@@ -63,12 +85,11 @@ func base() Config {
 }
 
 // DefaultConfig is the production profile. Its effect settings are the
-// deployment's (cdk deploy -c effectUrl=...); the unknown-outcome policy
-// is the construct's default, consumer.UnknownRetry (-c unknownOutcome=hold
-// parks what Reconcile cannot settle instead).
+// deployment's (cdk deploy -c effectUrl=...); its mode and unknown-outcome
+// policy are the app's (Mode, UnknownOutcome).
 func DefaultConfig() Config {
 	c := base()
-	c.Mode = Mode
+	c.Mode, c.UnknownOutcome = Mode, unknownOutcomeIn(Mode)
 	return c
 }
 
@@ -78,7 +99,7 @@ func DefaultConfig() Config {
 // (suiteEffect).
 func TestConfig() Config {
 	c := base()
-	c.Mode = Mode
+	c.Mode, c.UnknownOutcome = Mode, unknownOutcomeIn(Mode)
 	c.Effect = suiteEffect(contract.EffectSettings, c.Mode)
 	c.FunctionTimeout = 2 * time.Second // visibility 12s
 	c.MaxReceiveCount = 3

@@ -64,10 +64,10 @@ func TestProfiles(t *testing.T) {
 		} else if err == nil || !strings.Contains(err.Error(), required[0].Context+" is required in "+cfg.Mode+" mode") {
 			t.Errorf("profile %q without %s: err = %v, want it refused", name, required[0].Context, err)
 		}
-		// Every profile states the app's mode; none inherits the
-		// construct's default.
-		if cfg.Mode != Mode || cfg.Namespace != Namespace || cfg.Key != contract.KeyField {
-			t.Errorf("profile %q: mode %q, namespace %q, key %q; want the app's", name, cfg.Mode, cfg.Namespace, cfg.Key)
+		// Every profile states the app's mode and policy; none inherits
+		// the construct's default.
+		if cfg.Mode != Mode || cfg.UnknownOutcome != unknownOutcomeIn(Mode) || cfg.Namespace != Namespace || cfg.Key != contract.KeyField {
+			t.Errorf("profile %q: mode %q, unknown outcome %q, namespace %q, key %q; want the app's", name, cfg.Mode, cfg.UnknownOutcome, cfg.Namespace, cfg.Key)
 		}
 	}
 	if _, _, err := profile("prod"); err == nil || !strings.Contains(err.Error(), "unknown profile") {
@@ -75,6 +75,13 @@ func TestProfiles(t *testing.T) {
 	}
 	if err := base().Validate(); err == nil || !strings.Contains(err.Error(), "Mode") {
 		t.Errorf("a profile without a mode: err = %v, want it refused", err)
+	}
+	// The policy is lease mode's: transactional mode takes the
+	// construct's default, whatever the app's policy.
+	for mode, want := range map[string]string{consumer.ModeLease: UnknownOutcome, consumer.ModeTransactional: consumer.DefaultUnknownOutcome} {
+		if got := unknownOutcomeIn(mode); got != want {
+			t.Errorf("unknownOutcomeIn(%s) = %q, want %q", mode, got, want)
+		}
 	}
 	if got := TestConfig().VisibilityTimeout(); got != 12*time.Second {
 		t.Errorf("test profile visibility = %s, want 12s", got)
@@ -130,7 +137,7 @@ func TestEffectSettings(t *testing.T) {
 	for _, s := range contract.EffectSettings {
 		for _, mode := range consumer.Modes() {
 			cfg := DefaultConfig()
-			cfg.Mode = mode
+			cfg.Mode, cfg.UnknownOutcome = mode, unknownOutcomeIn(mode)
 			cfg = deployed(cfg)
 			cfg.Effect[s.Env] = "::not a value::"
 			err := cfg.Validate()

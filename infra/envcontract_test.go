@@ -49,12 +49,15 @@ func TestEnvironmentContract(t *testing.T) {
 	if Mode == consumer.ModeTransactional {
 		other.Mode = consumer.ModeLease
 	}
+	other.UnknownOutcome = unknownOutcomeIn(other.Mode)
 	other.Effect = suiteEffect(contract.EffectSettings, other.Mode)
 	cases["other mode"] = deployed(other)
-	hold := TestConfig()
-	hold.UnknownOutcome = consumer.UnknownHold
-	if hold.Mode == consumer.ModeLease {
-		cases["hold"] = hold
+	// Both policies of lease mode, whichever the app's is.
+	for _, policy := range consumer.UnknownOutcomes() {
+		if c := TestConfig(); c.Mode == consumer.ModeLease {
+			c.UnknownOutcome = policy
+			cases[policy] = c
+		}
 	}
 	settings := deployed(DefaultConfig())
 	for _, s := range contract.EffectSettings {

@@ -11,7 +11,7 @@
 //	functionTimeout  Go duration, e.g. 45s    (overrides FunctionTimeout)
 //	mode             lease | transactional    (overrides Mode; the test and localstack
 //	                 profiles' effect settings follow it)
-//	unknownOutcome   retry | hold             (overrides UnknownOutcome, default retry: what
+//	unknownOutcome   retry | hold             (overrides UnknownOutcome, the app's: what
 //	                 lease mode does with an unknown outcome Reconcile cannot settle;
 //	                 hold parks the key for idemctl resolve (AlarmHeld); refused in
 //	                 transactional mode, which never leaves one)
@@ -100,7 +100,7 @@ func configure(ctx func(string) string) (Config, string, error) {
 		cfg.FunctionTimeout = d
 	}
 	if v := ctx("mode"); v != "" && v != cfg.Mode {
-		cfg.Mode = v
+		cfg.Mode, cfg.UnknownOutcome = v, unknownOutcomeIn(v)
 		if name == "test" || name == "localstack" {
 			// The suite's values are those of a mode: a setting of
 			// lease mode only is refused in transactional mode.

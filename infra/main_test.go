@@ -23,8 +23,8 @@ func TestConfigure(t *testing.T) {
 		wantErr string // "" means valid
 	}{
 		{"test profile", map[string]string{"profile": "test"}, func(t *testing.T, cfg Config, stack string) {
-			if stack != StackName+"Test" || cfg.UnknownOutcome != consumer.DefaultUnknownOutcome {
-				t.Errorf("stack %q, unknown outcome %q", stack, cfg.UnknownOutcome)
+			if stack != StackName+"Test" || cfg.UnknownOutcome != unknownOutcomeIn(Mode) {
+				t.Errorf("stack %q, unknown outcome %q; want the app's %q", stack, cfg.UnknownOutcome, unknownOutcomeIn(Mode))
 			}
 			wantSuite(t, cfg)
 		}, ""},
@@ -32,8 +32,10 @@ func TestConfigure(t *testing.T) {
 		// The suite's settings follow the mode: none is refused in a
 		// mode it may not be set in.
 		{"test profile, other mode", map[string]string{"profile": "test", "mode": otherMode}, func(t *testing.T, cfg Config, _ string) {
-			if cfg.Mode != otherMode {
-				t.Errorf("mode %q, want %q", cfg.Mode, otherMode)
+			// The policy follows the mode too: the app's in lease mode,
+			// none in transactional mode (which refuses hold).
+			if cfg.Mode != otherMode || cfg.UnknownOutcome != unknownOutcomeIn(otherMode) {
+				t.Errorf("mode %q, unknown outcome %q; want %q, %q", cfg.Mode, cfg.UnknownOutcome, otherMode, unknownOutcomeIn(otherMode))
 			}
 			wantSuite(t, cfg)
 		}, ""},

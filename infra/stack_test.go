@@ -29,7 +29,7 @@ func profiles() map[string]Config {
 	custom.MaxReceiveCount = 7
 	custom.MaxConcurrency = 2
 	custom.BatchSize = 4
-	custom.Mode = consumer.ModeTransactional
+	custom.Mode, custom.UnknownOutcome = consumer.ModeTransactional, unknownOutcomeIn(consumer.ModeTransactional)
 	// The policy of lease mode (transactional mode refuses it), whatever
 	// the app's mode (a fork's may be transactional).
 	hold := DefaultConfig()

@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -32,17 +35,20 @@ const (
 	remoteCopies = "copies" // 8 copies of the key delivered to 8 instances at the same moment
 )
 
-// remotePolicy is one way to run lease mode's remote effect, and what it
-// guarantees.
+// remotePolicy is one way to run lease mode's remote effect: the
+// variables that choose it (none: the effect as the fork made it).
 type remotePolicy struct {
-	name  string
-	env   map[string]string
-	check func(t *testing.T, s *system.System, r remoteRun)
+	name string
+	env  map[string]string
+	// reconcile: the run proves a reconciling effect, and skips for an
+	// effect without a Reconcile.
+	reconcile bool
 }
 
 // remoteRun is what a run left: each case's key, how many times the
 // partner applied it, its record, and the reasons of its dead letters.
 type remoteRun struct {
+	msgs    []system.Message
 	keys    map[string]string // case → key
 	applied map[string]int    // key → effects
 	records map[string]idem.Record
@@ -50,35 +56,40 @@ type remoteRun struct {
 	report  system.Report
 }
 
-// scenarioRemoteEffects (lease mode, the template's effect: a call to the
+// scenarioRemoteEffects (lease mode, the effect's remote system: the
 // partner, which counts every call, repeats included). Each case's fault
 // happens once, on a link between the consumers and the partner (or at
 // the crash point after the call), by event, never by timing. What is
-// checked is each policy's guarantee, not one path through it: on a
-// loaded machine an acquire whose reply timed out although it was
-// written is an unknown outcome too, and a message may use up its
-// receives on store errors and reach the DLQ (with its reason).
+// checked is the guarantee the consumer of each run says it keeps (its
+// init line), not one path through it: on a loaded machine an acquire
+// whose reply timed out although it was written is an unknown outcome
+// too, and a message may use up its receives on store errors and reach
+// the DLQ (with its reason).
 //
-//   - reconcile (the template: Reconcile asks the partner, policy retry):
-//     no double effect; the lost, slow and killed calls, which the partner
+//   - reconcile (the effect as it is; the template's Reconcile asks the
+//     partner, policy retry; skipped for an effect without a Reconcile):
+//     exactly once; the lost, slow and killed calls, which the partner
 //     applied, are settled by asking it, never by calling it again.
-//   - hold (no Reconcile, policy hold): no double effect; the calls whose
+//   - hold (no Reconcile, policy hold): at most once; the calls whose
 //     outcome is unknown are HELD, their messages in the DLQ with the
 //     reason; the operator asks the partner, resolves each key with
 //     idemctl (done / not done), redrives the DLQ, and every key is then
 //     applied exactly once.
-//   - retry (no Reconcile, policy retry): the documented window: a call
-//     that was applied but not answered runs again, and only such a call
-//     (the lost, slow and killed ones) is ever applied twice.
+//   - retry (no Reconcile, policy retry): at least once, the documented
+//     window: a call that was applied but not answered runs again (a
+//     rerun, counted), and only such a call (the lost, slow and killed
+//     ones) is ever applied twice.
 func scenarioRemoteEffects(t *testing.T) {
 	for _, p := range []remotePolicy{
-		{name: "reconcile", check: checkReconciled},
+		{name: "reconcile", reconcile: true},
 		{
-			name:  consumer.UnknownHold,
-			env:   map[string]string{consumer.EnvFaultNoReconcile: "true", consumer.EnvUnknownOutcome: consumer.UnknownHold},
-			check: checkHeld,
+			name: consumer.UnknownHold,
+			env:  map[string]string{consumer.EnvFaultNoReconcile: "true", consumer.EnvUnknownOutcome: consumer.UnknownHold},
 		},
-		{name: consumer.UnknownRetry, env: map[string]string{consumer.EnvFaultNoReconcile: "true"}, check: checkRetried},
+		{
+			name: consumer.UnknownRetry,
+			env:  map[string]string{consumer.EnvFaultNoReconcile: "true", consumer.EnvUnknownOutcome: consumer.UnknownRetry},
+		},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
@@ -91,122 +102,51 @@ func scenarioRemoteEffects(t *testing.T) {
 // the caller learning it.
 var unknownCases = []string{remoteLost, remoteSlow, remoteKill}
 
-func checkReconciled(t *testing.T, _ *system.System, r remoteRun) {
-	if r.report.DoubleEffects != 0 {
-		t.Errorf("reconcile: double effects %d (%v); want none", r.report.DoubleEffects, r.report.Doubled)
-	}
+func checkReconciled(t *testing.T, s *system.System, r remoteRun) {
 	for _, c := range unknownCases {
 		if k := r.keys[c]; len(r.dead[k]) == 0 && (r.applied[k] != 1 || r.records[k].Status != idem.StatusCompleted) {
-			t.Errorf("reconcile: %s applied %d times, record %s; want once, COMPLETED", c, r.applied[k], r.records[k].Status)
+			t.Errorf("%s: %s applied %d times, record %s; want once, COMPLETED", s.Promise, c, r.applied[k], r.records[k].Status)
 		}
 	}
 	if r.report.Outcomes["reconciled"] == 0 {
-		t.Errorf("reconcile: outcomes %v; want the calls the partner applied unanswered reconciled", r.report.Outcomes)
+		t.Errorf("%s: outcomes %v; want the calls the partner applied unanswered reconciled", s.Promise, r.report.Outcomes)
 	}
 }
 
-func checkRetried(t *testing.T, _ *system.System, r remoteRun) {
+func checkRetried(t *testing.T, s *system.System, r remoteRun) {
 	twice := 0
 	for c, k := range r.keys {
 		switch n := r.applied[k]; {
 		case n > 1 && !slices.Contains(unknownCases, c):
-			t.Errorf("retry: %s applied %d times; only a call applied unanswered may run again", c, n)
+			t.Errorf("%s: %s applied %d times; only a call applied unanswered may run again", s.Promise, c, n)
 		case n > 1:
 			twice++
 		}
 	}
 	if twice == 0 {
-		t.Errorf("retry: no call applied unanswered ran again (applied %v): the window this policy leaves is not shown", r.applied)
+		t.Errorf("%s: no call applied unanswered ran again (applied %v): the window this policy leaves is not shown", s.Promise, r.applied)
 	}
 }
 
 func checkHeld(t *testing.T, s *system.System, r remoteRun) {
-	ctx := ctxFor(t, redeliveries(s, 3)+2*time.Minute)
-	if r.report.DoubleEffects != 0 {
-		t.Errorf("hold: double effects %d (%v); want none", r.report.DoubleEffects, r.report.Doubled)
-	}
 	var held []string
 	for c, k := range r.keys {
 		rec := r.records[k]
 		switch {
 		case rec.Status == idem.StatusHeld:
 			held = append(held, k)
-			if !slices.ContainsFunc(r.dead[k], func(reason string) bool { return strings.Contains(reason, "held") }) {
-				t.Errorf("hold: %s is HELD and its dead letters say %q; want the reason held", c, r.dead[k])
-			}
+			wantHeld(t, s, r.report, k, c)
 		case slices.Contains(unknownCases, c) && rec.Status == idem.StatusCompleted:
-			t.Errorf("hold: %s completed although its outcome was unknown and nothing may reconcile it", c)
+			t.Errorf("%s: %s completed although its outcome was unknown and nothing may reconcile it", s.Promise, c)
 		}
 	}
 	if len(held) == 0 {
-		t.Fatalf("hold: no key held; records %v", r.records)
+		t.Fatalf("%s: no key held; records %v", s.Promise, r.records)
 	}
 	if t.Failed() {
 		return
 	}
-	// The operator: idemctl lists the held keys; the partner says what
-	// happened (the probe's answer is the partner's); idemctl settles each
-	// key not done, then redrives the DLQ. A call the redrive runs again
-	// may meet an unknown outcome in turn (on a loaded machine, a timeout):
-	// held again, settled again, at most three rounds.
-	cli := newSystemCLI(ctx, t, s)
-	out := cli.run(ctx, t, "list", "--status", "held")
-	for _, k := range held {
-		if !strings.Contains(out, s.StorageKey(k)) && !strings.Contains(out, k) {
-			t.Errorf("idemctl list --status held does not list %s:\n%s", k, out)
-		}
-	}
-	var keys []string
-	for _, k := range r.keys {
-		keys = append(keys, k)
-	}
-	records, applied := r.records, r.applied
-	// The check read the dead letters (hidden for a minute): redrive once
-	// they are visible again.
-	dead := len(r.report.DeadLetters)
-	for round := 1; ; round++ {
-		open := 0
-		for _, k := range keys {
-			if st := records[k].Status; st == idem.StatusCompleted || st == "" {
-				continue
-			}
-			open++
-			decision := "--not-done"
-			if applied[k] > 0 {
-				decision = "--done"
-			}
-			cli.run(ctx, t, "resolve", k, decision, "--yes")
-		}
-		if open == 0 {
-			break
-		}
-		if round > 3 {
-			t.Fatalf("hold: %d keys still not done after 3 rounds of resolve and redrive", open)
-		}
-		// --max-attempts: the held records' attempts are the operator's
-		// to judge here, not a poison count.
-		waitVisible(ctx, t, s, s.DLQ.URL, min(dead, open))
-		cli.run(ctx, t, "redrive", "--max-attempts", "100")
-		drain(t, s, redeliveries(s, 4))
-		var err error
-		if applied, err = s.Applied(ctx, keys); err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if records[k], _, err = s.Receipt(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			if applied[k] > 1 {
-				t.Fatalf("hold: %s applied %d times after resolve and redrive", k, applied[k])
-			}
-		}
-		dead = open
-	}
-	for c, k := range r.keys {
-		if applied[k] != 1 {
-			t.Errorf("hold, resolved and redriven: %s applied %d times, want exactly 1", c, applied[k])
-		}
-	}
+	settleHeld(t, s, r.msgs, slices.Sorted(maps.Values(r.keys)))
 }
 
 func runRemote(t *testing.T, p remotePolicy) {
@@ -226,6 +166,17 @@ func runRemote(t *testing.T, p remotePolicy) {
 		env[k] = v
 	}
 	s := startSystem(t, system.Config{Consumers: 4, Mode: consumer.ModeLease, ConsumerEnv: env})
+	if p.reconcile && !s.Promise.Reconcile {
+		t.Skipf("the effect has no Reconcile (its consumer says %s): this run proves a reconciling effect; the hold and retry runs prove this one", s.Promise)
+	}
+	verify := map[string]func(*testing.T, *system.System, remoteRun){
+		consumer.GuaranteeExactlyOnce: checkReconciled,
+		consumer.GuaranteeAtMostOnce:  checkHeld,
+		consumer.GuaranteeAtLeastOnce: checkRetried,
+	}[s.Promise.Guarantee]
+	if want := map[string]string{consumer.UnknownHold: consumer.GuaranteeAtMostOnce, consumer.UnknownRetry: consumer.GuaranteeAtLeastOnce}[p.name]; want != "" && !s.Promise.Is(want) {
+		t.Fatalf("the %s run's consumer says %s: want %s (the run's variables %v did not take)", p.name, s.Promise, want, p.env)
+	}
 	link.forwardTo(s.Partner.URL())
 	ctx := ctxFor(t, redeliveries(s, 6)+3*time.Minute)
 
@@ -239,6 +190,7 @@ func runRemote(t *testing.T, p remotePolicy) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	run.msgs = msgs
 	byKey := map[string]system.Message{}
 	for _, m := range msgs {
 		byKey[m.Key] = m
@@ -286,26 +238,7 @@ func runRemote(t *testing.T, p remotePolicy) {
 			p.name, c, run.applied[k], run.records[k].Status, run.records[k].Attempts, s.Partner.Calls(k), run.dead[k])
 	}
 	link.heal()
-	p.check(t, s, run)
-}
-
-// waitVisible waits until queue holds at least n visible messages.
-func waitVisible(ctx context.Context, t *testing.T, s *system.System, queue string, n int) {
-	t.Helper()
-	for {
-		visible, _, err := s.Depth(ctx, queue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if visible >= n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d visible messages in %s: %v", n, queue, ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+	verify(t, s, run)
 }
 
 // status is the status of key's record, "" when it has none (yet).
@@ -361,7 +294,8 @@ func (l *faultyLink) heal() {
 func (l *faultyLink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	if r.Method == http.MethodGet {
-		key = strings.TrimPrefix(r.URL.Path, "/effects/")
+		// A lookup: GET <the setting's path>/<key>, whatever the path.
+		key, _ = url.PathUnescape(path.Base(r.URL.EscapedPath()))
 	}
 	post := r.Method == http.MethodPost
 	l.mu.Lock()
@@ -422,7 +356,7 @@ func newSystemCLI(ctx context.Context, t *testing.T, s *system.System) *systemCL
 	t.Helper()
 	fn := s.Consumer.Function()
 	return &systemCLI{
-		bin: buildIdemctl(ctx, t),
+		bin: sharedIdemctl(t),
 		env: cliEnv(t.TempDir(), s.Stack.Region, dynamoEndpoint(t), sqsEndpoint(t)),
 		flags: []string{
 			"--table", s.Receipts, "--namespace", fn.Env[consumer.EnvNamespace],
@@ -432,8 +366,16 @@ func newSystemCLI(ctx context.Context, t *testing.T, s *system.System) *systemCL
 }
 
 // run runs `idemctl CMD <the stack's flags> ARGS...`, which must succeed,
-// and returns its output.
+// logs it and its output, and returns its output.
 func (c *systemCLI) run(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out := c.quiet(ctx, t, args...)
+	t.Logf("%s", out)
+	return out
+}
+
+// quiet is run logging the command only (a resolve's output is a page).
+func (c *systemCLI) quiet(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -443,6 +385,6 @@ func (c *systemCLI) run(ctx context.Context, t *testing.T, args ...string) strin
 	if err != nil {
 		t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	t.Logf("$ idemctl %s\n%s", strings.Join(args, " "), out)
+	t.Logf("$ idemctl %s", strings.Join(args, " "))
 	return string(out)
 }

@@ -52,8 +52,10 @@ func lambdas(t *testing.T) (consumer, producer, template string) {
 }
 
 func cleanupLambdas() {
-	if lambdaBuild.dir != "" {
-		_ = os.RemoveAll(lambdaBuild.dir)
+	for _, dir := range []string{lambdaBuild.dir, idemctlBuild.dir} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 }
 
@@ -114,7 +116,9 @@ func drain(t *testing.T, s *system.System, limit time.Duration) {
 
 // check accounts for every message sent, and for the messages (by id)
 // that can only end in the DLQ; it fails the test if any vanished or sits
-// in the DLQ without a reason, and logs the counts.
+// in the DLQ without a reason, or if a key was applied more often than
+// the consumer's guarantee allows (system.Report.Broken: the promise the
+// consumer logged at init, not the template's), and logs the counts.
 func check(t *testing.T, s *system.System, sent []system.Message, deadIDs ...string) system.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -123,12 +127,15 @@ func check(t *testing.T, s *system.System, sent []system.Message, deadIDs ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s mode: keys %d, deliveries %d, applied %d, duplicates suppressed %d, in progress %d, in DLQ %d, double effects %d; outcomes %v; DynamoDB requests %v",
-		s.Mode, r.Keys, r.Deliveries, r.Applied, r.Outcomes["duplicate"], r.Outcomes["in_progress"], len(r.DeadLetters), r.DoubleEffects, r.Outcomes, r.DynamoRequests)
+	t.Logf("%s: keys %d, deliveries %d, applied %d, duplicates suppressed %d, in progress %d, in DLQ %d, double effects %d (%v: reruns %v, run again without a receipt %v); outcomes %v; DynamoDB requests %v",
+		s.Promise, r.Keys, r.Deliveries, r.Applied, r.Outcomes["duplicate"], r.Outcomes["in_progress"], len(r.DeadLetters), r.DoubleEffects, r.Doubled, r.Reruns, r.Retaken, r.Outcomes, r.DynamoRequests)
 	for _, d := range r.DeadLetters {
 		t.Logf("DLQ: key %q after %d receives: %s", d.Key, d.Receives, d.Reason)
 	}
 	if err := r.Lost(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Broken(); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -8,12 +8,19 @@
 // It listens on 127.0.0.1 and a free port, for the tests, the demo and the
 // chaos run; the Lambdas they start reach it at URL.
 //
-//	POST /effects        Idempotency-Key: K, any body → 200 {"key","id","applied"}
-//	GET  /effects/K      → 200 {"key","id","applied":N} when K happened, 404 otherwise
-//	GET  /effects        → 200 {"K":N, ...}: every key's count (the probes' read)
+//	POST P               Idempotency-Key: K, any body → 200 {"key","id","applied"}
+//	GET  P/K             → 200 {"key","id","applied":N} when K happened, 404 otherwise
+//	GET  P               → 200 {"K":N, ...}: every key's count (the probes' read)
 //	GET  /stats          → 200 {"calls":N,"applied":N,"keys":N,"lookups":N,
 //	                        "refused":N,"lostReplies":N,"slowReplies":N,
 //	                        "downCalls":N,"downLookups":N} (Stats)
+//
+// P is /effects, and the path of every effect setting whose suite value
+// names the partner (contract.Setting.Suite: contract.SuitePartner +
+// "/v1/captures" serves /v1/captures), and any path given with Paths: a
+// fork's setting may name the endpoint its provider has, and the lookup
+// of a Reconcile is GET of that path and "/<key>". Every path shares one
+// count per key.
 //
 // Every fault it injects is also logged by key (Injected), so that a run
 // can tell which keys' calls had an unknown outcome and why.
@@ -63,6 +70,8 @@ type Server struct {
 	srv  *http.Server
 	ln   net.Listener
 	addr string
+
+	paths []string // served as /effects is (Paths, SuitePaths)
 
 	mu      sync.Mutex
 	honour  bool // a repeat of a key answers the first answer, without applying again
@@ -126,6 +135,27 @@ func WithSeed(seed uint64) Option {
 // (contract.SuitePartner).
 func At(addr string) Option { return func(s *Server) { s.addr = addr } }
 
+// Paths adds paths the partner serves as it serves /effects (the package
+// comment): an effect's endpoint that no setting's suite value names.
+func Paths(paths ...string) Option { return func(s *Server) { s.paths = append(s.paths, paths...) } }
+
+// DefaultPath is the path the partner always serves.
+const DefaultPath = "/effects"
+
+// SuitePaths are the paths of the effect's settings whose suite value
+// names the partner (contract.SuitePartner), "/" for one that is the
+// partner's address itself.
+func SuitePaths(settings []contract.Setting) []string {
+	var out []string
+	for _, st := range settings {
+		if rest, ok := strings.CutPrefix(st.Suite, contract.SuitePartner); ok {
+			p, _, _ := strings.Cut(rest, "?")
+			out = append(out, "/"+strings.Trim(p, "/"))
+		}
+	}
+	return out
+}
+
 // Start listens on 127.0.0.1 and a free port and serves until Close. By
 // default it honours the idempotency key.
 func Start(opts ...Option) (*Server, error) {
@@ -139,9 +169,23 @@ func Start(opts ...Option) (*Server, error) {
 	}
 	s.ln = ln
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /effects", s.post)
-	mux.HandleFunc("GET /effects/{key}", s.lookup)
-	mux.HandleFunc("GET /effects", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Applied()) })
+	served := map[string]bool{}
+	for _, p := range append([]string{DefaultPath}, append(SuitePaths(contract.EffectSettings), s.paths...)...) {
+		if p = "/" + strings.Trim(p, "/"); served[p] || p == "/stats" {
+			continue
+		}
+		served[p] = true
+		root, base := p, p+"/"
+		if p == "/" {
+			root, base = "/{$}", "/"
+		}
+		mux.HandleFunc("POST "+root, s.post)
+		if p != "/" {
+			mux.HandleFunc("POST "+base+"{$}", s.post) // a setting written with a trailing slash
+		}
+		mux.HandleFunc("GET "+base+"{key}", s.lookup)
+		mux.HandleFunc("GET "+root, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Applied()) })
+	}
 	mux.HandleFunc("GET /stats", s.stats)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()

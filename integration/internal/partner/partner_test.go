@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/sqsidem/functions/contract"
 )
 
 func call(t *testing.T, ctx context.Context, url, key string) (int, error) {
@@ -182,5 +184,53 @@ func TestLostReplyNotReplayed(t *testing.T) {
 	}
 	if st := s.Stats(); st.LostReplies == 0 {
 		t.Fatalf("no reply lost in 20 calls at 50%%: %+v", st)
+	}
+}
+
+// TestServesTheSettingsPath: a fork's setting may name another endpoint
+// than /effects (a PSP's /v1/captures, the partner's root): the partner
+// serves the call, the lookup (GET <path>/<key>) and the probe's counts
+// (GET <path>) there, with one count per key across paths; SuitePaths
+// finds the path in a setting's suite value.
+func TestServesTheSettingsPath(t *testing.T) {
+	s := start(t, IgnoreKey(), Paths("/v1/captures", "/"))
+	for _, p := range []string{"/v1/captures", "/v1/captures/", "/", DefaultPath} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+p, strings.NewReader(`{"orderId":"o-1"}`))
+		req.Header.Set(KeyHeader, "o-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("POST %s: %s", p, resp.Status)
+		}
+	}
+	for path, want := range map[string]int{"/v1/captures/o-1": 200, "/v1/captures/o-2": 404, "/o-1": 200, "/effects/o-1": 200} {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %s, want %d", path, resp.Status, want)
+		}
+	}
+	for _, p := range []string{"/v1/captures", "/"} {
+		resp, err := http.Get(s.URL() + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counts map[string]int
+		err = json.NewDecoder(resp.Body).Decode(&counts)
+		resp.Body.Close()
+		if err != nil || counts["o-1"] != 4 {
+			t.Errorf("GET %s: %v, %v; want o-1 counted on every path", p, counts, err)
+		}
+	}
+	if got := SuitePaths([]contract.Setting{
+		{Suite: contract.SuitePartner + "/v1/captures"}, {Suite: contract.SuitePartner}, {Suite: "https://elsewhere.example/x"}, {Suite: contract.SuitePartner + "/hooks/?x=1"},
+	}); !slices.Equal(got, []string{"/v1/captures", "/", "/hooks"}) {
+		t.Errorf("SuitePaths = %v", got)
 	}
 }

@@ -84,9 +84,11 @@ type DeadLetter struct {
 	Reason    string
 }
 
-// DeadLetters reads the DLQ. The messages stay there, hidden for a minute.
+// DeadLetters reads the DLQ. The messages stay there, visible again once
+// the read is over: an operator's redrive (idemctl) after a check finds
+// them at once.
 func (s *System) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
-	return s.DeadLettersHidden(ctx, time.Minute)
+	return s.deadLetters(ctx, time.Minute, true)
 }
 
 // DeadLettersHidden reads the DLQ, each message once (by id), hiding what
@@ -95,8 +97,20 @@ func (s *System) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 // back empty and the queue counts no visible message: a read that ends
 // with messages still visible is an error, not a short answer.
 func (s *System) DeadLettersHidden(ctx context.Context, hide time.Duration) ([]DeadLetter, error) {
+	return s.deadLetters(ctx, hide, false)
+}
+
+// deadLetters is DeadLettersHidden; with release, what it read is made
+// visible again once the read is over.
+func (s *System) deadLetters(ctx context.Context, hide time.Duration, release bool) ([]DeadLetter, error) {
 	var out []DeadLetter
+	var handles []string
 	seen := map[string]bool{}
+	defer func() {
+		if release {
+			s.unhide(context.WithoutCancel(ctx), handles)
+		}
+	}()
 	for {
 		for empty := 0; empty < 2; {
 			res, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -117,6 +131,7 @@ func (s *System) DeadLettersHidden(ctx context.Context, hide time.Duration) ([]D
 			empty = 0
 			for _, m := range res.Messages {
 				id := aws.ToString(m.MessageId)
+				handles = append(handles, aws.ToString(m.ReceiptHandle))
 				if seen[id] {
 					continue
 				}
@@ -141,6 +156,23 @@ func (s *System) DeadLettersHidden(ctx context.Context, hide time.Duration) ([]D
 	}
 }
 
+// unhide makes the messages of the DLQ received with handles visible
+// again, best effort: what it cannot reach comes back when its
+// visibility ends.
+func (s *System) unhide(ctx context.Context, handles []string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for chunk := range slices.Chunk(handles, 10) {
+		var entries []types.ChangeMessageVisibilityBatchRequestEntry
+		for i, h := range chunk {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h), VisibilityTimeout: 0,
+			})
+		}
+		_, _ = s.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.DLQ.URL), Entries: entries})
+	}
+}
+
 // KeyOf is a message's key as the consumer reads it: the attribute named
 // key, else the body's top-level field; "" when it has neither.
 func KeyOf(key string, attrs map[string]types.MessageAttributeValue, body string) string {
@@ -157,7 +189,8 @@ func KeyOf(key string, attrs map[string]types.MessageAttributeValue, body string
 }
 
 // Report is the invariant check of a run: every message sent is applied
-// exactly once or sits in the DLQ with a reason.
+// or sits in the DLQ with a reason (Lost), and each key was applied as
+// often as the consumer's guarantee allows (Broken).
 type Report struct {
 	Keys          int            // distinct keys sent
 	Applied       int            // keys whose effect took place
@@ -169,6 +202,21 @@ type Report struct {
 	Deliveries    int            // records the consumers processed
 	// DynamoRequests counts the consumers' and producer's DynamoDB requests.
 	DynamoRequests map[string]int
+	// Promise is what the consumer said of itself at init (System.Promise).
+	Promise Ready
+	// Times is how many times each key sent was applied (the probe's
+	// answer; 0 for a key never applied).
+	Times map[string]int
+	// Reruns is, per key, how many of its records the consumers logged
+	// with outcome rerun: the effect ran again after an unknown outcome
+	// (the at-least-once window, counted in the metric Rerun).
+	Reruns map[string]int
+	// Retaken is, per key, how many of its records were logged by an
+	// attempt after the first that may have run the effect and ended
+	// without writing its receipt (unconfirmed, lease lost, failed): an
+	// effect run again after an unknown outcome whose own outcome is
+	// unknown again, which no rerun counts.
+	Retaken map[string]int
 }
 
 // Check asks the probe and reads the DLQ, and accounts for every message
@@ -197,8 +245,19 @@ func (s *System) Check(ctx context.Context, sent []Message, deadIDs ...string) (
 			inDLQ[d.Key] = true
 		}
 	}
-	r := Report{Keys: len(keys), DeadLetters: dead, Outcomes: s.Records.Outcomes(), DynamoRequests: s.Requests.Counts()}
+	r := Report{
+		Keys: len(keys), DeadLetters: dead, Outcomes: s.Records.Outcomes(), DynamoRequests: s.Requests.Counts(),
+		Promise: s.Promise, Times: map[string]int{}, Reruns: map[string]int{}, Retaken: map[string]int{},
+	}
 	for _, k := range keys {
+		r.Times[k] = applied[k]
+		reruns, retaken := s.Reruns(k)
+		if reruns > 0 {
+			r.Reruns[k] = reruns
+		}
+		if retaken > 0 {
+			r.Retaken[k] = retaken
+		}
 		switch n := applied[k]; {
 		case n >= 1:
 			r.Applied++

@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+
+	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
 )
 
 // Records collects the per-record lines the consumers log (sqsbatch's
-// "record done" / "record failed", one line per record), so a test can
-// say what happened to each message and why a message ended in the DLQ.
+// "record done" / "record failed", one line per record, and the Rerun
+// line of a record whose effect ran again after an unknown outcome), so
+// a test can say what happened to each message and why a message ended
+// in the DLQ; and the line each instance logs at init (consumer.LogReady),
+// which says what the consumer promises (Ready).
 type Records struct {
 	mu      sync.Mutex
 	buf     []byte
 	byMsg   map[string][]Line
+	byKey   map[string][]Line // by storage key
 	byOut   map[string]int
+	ready   []Ready
 	batches int
 }
 
@@ -27,9 +34,23 @@ type Line struct {
 	Msg       string `json:"msg"`
 }
 
+// Ready is what a consumer instance said of itself at init (the runtime's
+// consumer.LogReady line): its mode, its unknown-outcome policy, whether
+// its effect reconciles, and the guarantee those make
+// (consumer.Guarantee). The scenarios check that guarantee, whatever the
+// effect or the template chose.
+type Ready struct {
+	Mode           string `json:"mode"`
+	UnknownOutcome string `json:"unknown_outcome"`
+	Reconcile      bool   `json:"reconcile"`
+	Guarantee      string `json:"guarantee"`
+	Namespace      string `json:"namespace"`
+	Store          string `json:"store"`
+}
+
 // NewRecords returns an empty Records; write the consumers' log to it.
 func NewRecords() *Records {
-	return &Records{byMsg: map[string][]Line{}, byOut: map[string]int{}}
+	return &Records{byMsg: map[string][]Line{}, byKey: map[string][]Line{}, byOut: map[string]int{}}
 }
 
 // Write takes the harness's prefixed log lines; it finds the JSON in each.
@@ -58,11 +79,19 @@ func (r *Records) parse(line []byte) {
 		return
 	}
 	switch l.Msg {
-	case "record done", "record failed", "record done without receipt", "record requeued":
+	case "record done", "record failed", "record done without receipt", "record requeued", consumer.LogRerun:
 		r.byMsg[l.MessageID] = append(r.byMsg[l.MessageID], l)
+		if l.RecordKey != "" {
+			r.byKey[l.RecordKey] = append(r.byKey[l.RecordKey], l)
+		}
 		r.byOut[l.Outcome]++
 	case "batch done":
 		r.batches++
+	case consumer.LogReady:
+		var rd Ready
+		if json.Unmarshal(line[j:], &rd) == nil {
+			r.ready = append(r.ready, rd)
+		}
 	}
 }
 
@@ -82,6 +111,14 @@ func (r *Records) Of(messageID string) []Line {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Line(nil), r.byMsg[messageID]...)
+}
+
+// OfKey returns what was logged for the records of a storage key (as the
+// consumer logs it: System.StorageKey), in order.
+func (r *Records) OfKey(storageKey string) []Line {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Line(nil), r.byKey[storageKey]...)
 }
 
 // Reason is the last error logged for a message.
@@ -104,4 +141,12 @@ func (r *Records) Outcomes() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Ready returns the init lines of every consumer instance started so far
+// (a restarted instance logs again), in order.
+func (r *Records) Ready() []Ready {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Ready(nil), r.ready...)
 }

@@ -67,6 +67,10 @@ type System struct {
 	// Mode is the consumer's mode, Key its key (the message attribute,
 	// else the body's field: the template's IDEM_KEY).
 	Mode, Key string
+	// Promise is what the consumer's instances said of themselves at init
+	// (their consumer.LogReady line): mode, unknown-outcome policy,
+	// reconcile, and the guarantee those make. The scenarios check it.
+	Promise Ready
 	// Probe answers for the effect.
 	Probe Probe
 	// Partner is the stand-in for the effect's remote system: every
@@ -135,6 +139,11 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if cfg.Mode != "" && cfg.Mode != s.Mode {
 		s.Mode, consumerEnv[consumer.EnvMode] = cfg.Mode, cfg.Mode
 		fnEnv = suiteSettings(fnEnv, cfg.Mode)
+		if cfg.Mode == consumer.ModeTransactional {
+			// As the app synthesizes that mode: it leaves no unknown
+			// outcome, and the app refuses hold there.
+			consumerEnv[consumer.EnvUnknownOutcome] = consumer.DefaultUnknownOutcome
+		}
 	}
 	if s.Key == "" {
 		return nil, fmt.Errorf("system: the consumer's environment names no key (%s): %v", consumer.EnvKey, consumerFn.Env)
@@ -160,6 +169,12 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
 	if err != nil {
 		return nil, fmt.Errorf("system: start consumers: %w", err)
+	}
+	if s.Promise, err = s.awaitPromise(ctx, cfg.Consumers); err != nil {
+		return nil, err
+	}
+	if s.Promise.Mode != s.Mode {
+		return nil, fmt.Errorf("system: the consumer was started in %s mode and says it runs in %s", s.Mode, s.Promise)
 	}
 	s.Producer, err = lambdarun.Start(ctx, lambdarun.Function{
 		Name:     "producer",
@@ -270,6 +285,17 @@ func (s *System) Close(ctx context.Context) error {
 // Receipt returns the consumer's record for a key.
 func (s *System) Receipt(ctx context.Context, key string) (idem.Record, bool, error) {
 	g, err := idem.New(s.store, s.namespace)
+	if err != nil {
+		return idem.Record{}, false, err
+	}
+	return s.store.Get(ctx, g.StorageKey(key))
+}
+
+// ProducerRecord returns the producer's record for a key (namespace
+// contract.ProducerNamespace): the lease of a send under way, or its
+// receipt.
+func (s *System) ProducerRecord(ctx context.Context, key string) (idem.Record, bool, error) {
+	g, err := idem.New(s.store, contract.ProducerNamespace)
 	if err != nil {
 		return idem.Record{}, false, err
 	}
