@@ -9,8 +9,10 @@
 // 8-instance deliveries, SIGKILLs, SIGSTOP zombies, DynamoDB throttling,
 // 5xx and lost acknowledgements, the partner's refusals, lost replies,
 // late answers and an outage, poison and malformed messages at the
-// consumers (see package chaos). The hold policy's held keys are then
-// resolved with idemctl from the partner's answer, and the not-done ones
+// consumers (see package chaos); with -per-process 8, at consumer
+// processes that each run 8 invocations at once (AWS_LAMBDA_MAX_CONCURRENCY,
+// as on Lambda Managed Instances), a kill taking all 8. The hold policy's
+// held keys are then resolved with idemctl from the partner's answer, and the not-done ones
 // sent once more. It prints progress and the runs side by side, writes
 // report.md and chart.svg to .cache/chaos/<time>/, and exits 1 when a key
 // was lost, transactional mode or the reconcile or hold policy doubled an
@@ -72,6 +74,8 @@ type options struct {
 	partnerOutage chaos.Outage
 	slowFor       time.Duration
 	idemctl       string
+	// Invocations per consumer process (AWS_LAMBDA_MAX_CONCURRENCY).
+	perProcess perProcess
 }
 
 func main() {
@@ -79,12 +83,13 @@ func main() {
 	// has memory to spare: collect less often.
 	debug.SetGCPercent(400)
 	o := options{rates: chaos.DefaultRates}
-	var modes, policies string
+	var modes, policies, per string
 	flag.IntVar(&o.keys, "keys", 100_000, "keys per run (per mode, and in lease mode per policy)")
 	flag.StringVar(&modes, "modes", strings.Join(consumer.Modes(), ","), "modes to run (IDEM_MODE), comma-separated; those the effect does not implement are skipped")
 	flag.StringVar(&policies, "policies", strings.Join(chaos.Policies(), ","), "lease mode's unknown-outcome policies, a run each, comma-separated: reconcile (the template: Reconcile asks the partner), hold (IDEM_UNKNOWN_OUTCOME=hold without Reconcile; held keys resolved with idemctl), retry (without Reconcile: the window open)")
 	flag.BoolVar(&o.parallel, "parallel", false, "run the modes (and policies) at the same time on the same emulators")
-	flag.IntVar(&o.consumers, "consumers", 16, "consumer instances behind the event source mapping")
+	flag.IntVar(&o.consumers, "consumers", 16, "consumer invocations at once behind the event source mapping: that many processes, or with -per-process N that many / N")
+	flag.StringVar(&per, "per-process", "1", "invocations one consumer process runs at once (AWS_LAMBDA_MAX_CONCURRENCY, as on Lambda Managed Instances; a kill or timeout takes them all): N for every run, or run=N,… for some (e.g. lease/reconcile=8; the others 1)")
 	flag.IntVar(&o.pollers, "pollers", 16, "concurrent batches of the event source mapping (the deployed stack allows 5: see the package doc)")
 	flag.IntVar(&o.producers, "producers", 12, "producer instances, one run each at a time")
 	flag.IntVar(&o.chunk, "chunk", 20, "messages per producer run")
@@ -122,6 +127,10 @@ func main() {
 	var perr error
 	if o.policies, perr = chaos.ParsePolicies(policies); perr != nil {
 		fmt.Fprintln(os.Stderr, "chaos: -policies:", perr)
+		os.Exit(2)
+	}
+	if o.perProcess, perr = parsePerProcess(per); perr != nil {
+		fmt.Fprintln(os.Stderr, "chaos: -per-process:", perr)
 		os.Exit(2)
 	}
 	if err := o.validate(); err != nil {
@@ -168,6 +177,9 @@ func (o options) validate() error {
 		return errors.New("-outage and -outage-at must not be negative")
 	case o.partnerOutage.For < 0 || o.partnerOutage.After < 0 || o.slowFor < 0:
 		return errors.New("-partner-outage, -partner-outage-at and -partner-slow-for must not be negative")
+	}
+	if err := o.perProcess.check(o.runs()); err != nil {
+		return err
 	}
 	return o.rates.Validate()
 }
@@ -242,7 +254,7 @@ func run(ctx context.Context, o options) error {
 		endpoint += fmt.Sprintf("; idemctl built in %.0fs", time.Since(b).Seconds())
 	}
 	loadStart := loadavg()
-	fmt.Printf("chaos: %s keys per run, runs %s; %s; output in %s\n", fmt.Sprint(o.keys), strings.Join(names(runs), ", "), endpoint, rel(root, o.out))
+	fmt.Printf("chaos: %s keys per run, runs %s; %s; output in %s\n", fmt.Sprint(o.keys), strings.Join(o.labels(runs), ", "), endpoint, rel(root, o.out))
 
 	cfg := func(r runSpec) chaos.Config {
 		return chaos.Config{
@@ -251,7 +263,7 @@ func run(ctx context.Context, o options) error {
 				ConsumerBinary: consumerBin, ProducerBinary: producerBin, Consumers: o.consumers,
 			},
 			Mode: r.mode, Policy: r.policy, Keys: o.keys, Rates: o.rates, Seed: o.seed,
-			Pollers: o.pollers, Producers: o.producers, Chunk: o.chunk, Backlog: o.backlog, Drain: o.drain,
+			Pollers: o.pollers, PerProcess: o.perProcess.of(r.name()), Producers: o.producers, Chunk: o.chunk, Backlog: o.backlog, Drain: o.drain,
 			LogPath: filepath.Join(o.out, strings.ReplaceAll(r.name(), "/", "-")+"-lambdas.log"), Progress: os.Stdout, Every: o.every,
 			Emulators: pids, StoreBackoff: o.backoff, Outage: o.outage,
 			PartnerOutage: o.partnerOutage, PartnerSlowFor: o.slowFor, Idemctl: o.idemctl,
@@ -298,7 +310,7 @@ func write(o options, root string, began time.Time, endpoint, loadStart string, 
 	var panels []chaos.Panel
 	for _, r := range results {
 		panels = append(panels, chaos.Panel{
-			Title: fmt.Sprintf("%s — %s deliveries, %.0f msgs/s, %d kills, %d freezes", r.Name(), fmt.Sprint(r.Deliveries), r.Throughput(), count(r, chaos.EventKill), count(r, chaos.EventFreeze)),
+			Title: fmt.Sprintf("%s — %s deliveries, %.0f msgs/s, %d kills, %d freezes", r.Label(), fmt.Sprint(r.Deliveries), r.Throughput(), count(r, chaos.EventKill), count(r, chaos.EventFreeze)),
 			Start: r.Start, Samples: r.Samples, Events: r.Events,
 		})
 	}
@@ -339,7 +351,7 @@ func write(o options, root string, began time.Time, endpoint, loadStart string, 
 	fmt.Printf("\nreport %s\nchart  %s\n(took %s)\n", rel(root, filepath.Join(o.out, "report.md")), rel(root, filepath.Join(o.out, "chart.svg")), time.Since(began).Round(time.Second))
 	for _, r := range results {
 		if len(r.Problems) > 0 {
-			return fmt.Errorf("%w in %s: %s", chaos.ErrInvariant, r.Name(), strings.Join(r.Problems, "; "))
+			return fmt.Errorf("%w in %s: %s", chaos.ErrInvariant, r.Label(), strings.Join(r.Problems, "; "))
 		}
 	}
 	return nil
@@ -366,6 +378,18 @@ func (o options) runs() []runSpec {
 		}
 		for _, p := range o.policies {
 			out = append(out, runSpec{mode: m, policy: p})
+		}
+	}
+	return out
+}
+
+// labels are the runs' names, each with its invocations per process when
+// more than one.
+func (o options) labels(runs []runSpec) []string {
+	out := names(runs)
+	for i, r := range runs {
+		if n := o.perProcess.of(r.name()); n > 1 {
+			out[i] += fmt.Sprintf(" ×%d", n)
 		}
 	}
 	return out

@@ -80,6 +80,7 @@ const (
 	ClassFreeze      = "SIGSTOP zombie (lease expired while frozen)"
 	ClassKillAfter   = "SIGKILL after the effect, before the receipt"
 	ClassKillBatch   = "SIGKILL of another record's point, same batch"
+	ClassKillProcess = "SIGKILL of another invocation, same process"
 	ClassKillMid     = "SIGKILL mid-batch"
 	ClassTimeout     = "killed at the function timeout"
 	ClassCrash       = "process crash"
@@ -88,10 +89,10 @@ const (
 
 var classRank = map[string]int{
 	ClassPartnerLost: 0, ClassPartnerSlow: 1, ClassUnconfirmed: 2, ClassLeaseLost: 3, ClassFreeze: 4, ClassKillAfter: 5,
-	ClassKillMid: 6, ClassEffectLate: 7, ClassKillBatch: 8, ClassTimeout: 9, ClassCrash: 10,
+	ClassKillMid: 6, ClassEffectLate: 7, ClassKillBatch: 8, ClassKillProcess: 9, ClassTimeout: 10, ClassCrash: 11,
 	// Last: it says the window was entered and counted; the causes before
 	// it say what left the outcome unknown.
-	ClassRerun: 11,
+	ClassRerun: 12,
 }
 
 // ShortClass is a cause class in a few words, for the side-by-side table.
@@ -115,6 +116,8 @@ func ShortClass(class string) string {
 		return "kill, same batch"
 	case ClassKillMid:
 		return "kill mid-batch"
+	case ClassKillProcess:
+		return "kill, same process"
 	case ClassTimeout:
 		return "function timeout"
 	case ClassCrash:
@@ -488,6 +491,8 @@ func (e Event) cause(id string) Cause {
 		return Cause{ClassFreeze, fmt.Sprintf("SIGSTOP at after-effect of %s, same batch, %s (%s, %s)", e.Key, e.Detail, e.Pool, at)}
 	case e.Kind == EventTimeout:
 		return Cause{ClassTimeout, fmt.Sprintf("killed at the function timeout (%s, %s)", e.Pool, at)}
+	case e.Kind == EventProcess:
+		return Cause{ClassKillProcess, fmt.Sprintf("SIGKILL with its process (%s, %s): %s", e.Pool, at, e.Detail)}
 	}
 	return Cause{ClassCrash, fmt.Sprintf("%s (%s, %s): %s", e.Kind, e.Pool, at, e.Detail)}
 }

@@ -58,12 +58,24 @@
 // depend on (they hold per key, whatever runs beside it), and it makes the
 // races harsher, not milder. -pollers 5 runs the stack's own number.
 //
+// # Several invocations per process
+//
+// Config.PerProcess runs every consumer process with
+// AWS_LAMBDA_MAX_CONCURRENCY=N, as on Lambda Managed Instances: one Guard,
+// its cache and owed receipts shared by N invocations at once. The
+// mapping's instances are then Consumers/N processes fed up to N batches
+// each, the fan-outs' 8 copies share two processes, and the zombies run in
+// such processes too. A kill, a freeze or a timeout takes the process and
+// every invocation in it; each of the others is an event of its own with
+// its batch (EventProcess), so that it explains a double effect of its
+// keys as a kill of its own would.
+//
 // # Attribution
 //
 // A double effect in lease mode is explained when its key was in the
-// batch of a killed, frozen or timed-out invocation (any record of such a
-// batch may have been between its effect and its receipt), or a consumer
-// logged it Unconfirmed, LeaseLost, or failed with its effect's own write
+// batch of a killed, frozen or timed-out invocation, or of one killed with
+// its process (any record of such a batch may have been between its
+// effect and its receipt), or a consumer logged it Unconfirmed, LeaseLost, or failed with its effect's own write
 // cut off at the effect's deadline (EffectTimeout), or the partner applied
 // a call of the key and lost its reply or answered it too late, or a
 // consumer logged it Rerun (an unknown outcome run again: the retry

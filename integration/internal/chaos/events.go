@@ -11,6 +11,9 @@ const (
 	EventFreeze  = "freeze"  // SIGSTOP past the lease, then taken over
 	EventTimeout = "timeout" // the harness killed an invocation at the function timeout
 	EventCrash   = "crash"   // the process died on its own
+	// EventProcess: the invocation died with its process, which another
+	// invocation in it (Config.PerProcess) was killed or timed out in.
+	EventProcess = "process"
 )
 
 // Event is one thing done to an invocation. Batch lists the keys of

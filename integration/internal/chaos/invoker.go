@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -197,7 +198,7 @@ func (v *Invoker) invoke(ctx context.Context, pool *lambdarun.Pool, b batch, pay
 	switch {
 	case err == nil:
 		v.observe(time.Since(began))
-	case after > 0 && errors.Is(err, lambdarun.ErrCrashed) && strings.Contains(err.Error(), lambdarun.PointKillAfter):
+	case after > 0 && ownKillAfter(err, after):
 		fired.Store(true)
 		v.Events.Add(Event{Kind: EventKill, Point: lambdarun.PointKillAfter, Pool: pool.Name(), Batch: b.keys, Detail: "after " + after.String()})
 	default:
@@ -209,15 +210,41 @@ func (v *Invoker) invoke(ctx context.Context, pool *lambdarun.Pool, b batch, pay
 	return out, err
 }
 
-// unexpected records an invocation the harness killed at its timeout, or
-// whose process died by itself.
+// unexpected records an invocation the harness killed at its timeout,
+// one killed with its process for another invocation in it (several per
+// process), or one whose process died by itself.
 func (v *Invoker) unexpected(err error, pool string, b batch, killed bool) {
 	switch {
 	case errors.Is(err, lambdarun.ErrTimeout):
 		v.Events.Add(Event{Kind: EventTimeout, Pool: pool, Batch: b.keys, Detail: err.Error()})
-	case errors.Is(err, lambdarun.ErrCrashed) && !killed:
+	case killed || !errors.Is(err, lambdarun.ErrCrashed):
+	case withProcess(err):
+		v.Events.Add(Event{Kind: EventProcess, Pool: pool, Batch: b.keys, Detail: err.Error()})
+	default:
 		v.Events.Add(Event{Kind: EventCrash, Pool: pool, Batch: b.keys, Detail: err.Error()})
 	}
+}
+
+// The harness's words for a process it killed: at a fault point (any
+// invocation's in it, a mid-batch kill's too) or because one of its
+// invocations timed out. lambdarun names the cause only in the message.
+const (
+	killedAtPoint   = "killed at fault point"
+	killedByTimeout = "of the same process timed out"
+)
+
+// ownKillAfter reports whether err is the mid-batch kill planned for this
+// invocation (its delay, after, is the key the harness names), not that of
+// another invocation in the same process.
+func ownKillAfter(err error, after time.Duration) bool {
+	return errors.Is(err, lambdarun.ErrCrashed) &&
+		strings.Contains(err.Error(), fmt.Sprintf("%s %q key %q", killedAtPoint, lambdarun.PointKillAfter, after.String()))
+}
+
+// withProcess reports whether err is a kill the chaos or the harness
+// meant for another invocation of the same process.
+func withProcess(err error) bool {
+	return strings.Contains(err.Error(), killedAtPoint) || strings.Contains(err.Error(), killedByTimeout)
 }
 
 func (v *Invoker) observe(d time.Duration) {

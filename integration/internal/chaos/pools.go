@@ -18,19 +18,28 @@ import (
 
 // pools are the instances the run adds to the stack's own: consumers for
 // the fan-outs and the zombies, and as many producers as it runs at once.
+//
+// They run as many invocations per process as the mapping's (per). The
+// fan-outs' 8 copies then share processes: in two processes, unless per is
+// small enough for more, so that copies race both inside one process (one
+// Guard, its cache and owed receipts) and across two.
 type pools struct{ fanOut, zombie, producer *lambdarun.Pool }
 
-func startPools(ctx context.Context, s *system.System, producers int, producerLog, log io.Writer) (*pools, error) {
+func startPools(ctx context.Context, s *system.System, per, producers int, producerLog, log io.Writer) (*pools, error) {
 	fn := s.Consumer.Function()
 	fan := fn
 	fan.Name = fn.Name + "-fanout"
+	fanOut := fanOutInstances
+	if per > 1 {
+		fanOut = max(2, (fanOutInstances+per-1)/per)
+	}
 	zombie := s.Consumer.Function()
 	zombie.Name = fn.Name + "-zombie"
 	zombie.Env[consumer.EnvLease] = zombieLease
 	zombie.Env[consumer.EnvSafetyMargin] = zombieMargin
 	p := &pools{}
 	var err error
-	if p.fanOut, err = lambdarun.Start(ctx, fan, fanOutInstances, lambdarun.WithLog(log)); err != nil {
+	if p.fanOut, err = lambdarun.Start(ctx, fan, fanOut, lambdarun.WithLog(log)); err != nil {
 		return nil, fmt.Errorf("chaos: fan-out instances: %w", err)
 	}
 	if p.zombie, err = lambdarun.Start(ctx, zombie, zombieInstances, lambdarun.WithLog(log)); err != nil {

@@ -37,7 +37,7 @@ func WriteReport(w io.Writer, h Header, runs []*Result) {
 func summary(w io.Writer, runs []*Result) {
 	fmt.Fprint(w, "## Summary\n\n| |")
 	for _, r := range runs {
-		fmt.Fprintf(w, " %s |", r.Name())
+		fmt.Fprintf(w, " %s |", r.Label())
 	}
 	fmt.Fprint(w, "\n|---|")
 	for range runs {
@@ -95,6 +95,7 @@ func rows(runs []*Result, md bool) []tableRow {
 		return v
 	})
 	line("unknown-outcome policy", func(r *Result) string { return PolicyShort(r.Policy) })
+	line("consumer processes × invocations at once", processesLine)
 	line("keys", func(r *Result) string {
 		return fmt.Sprintf("%s (+%d poison, +%d malformed messages)", thousands(r.Keys), r.Poison, r.Malformed)
 	})
@@ -173,6 +174,16 @@ func rows(runs []*Result, md bool) []tableRow {
 	return out
 }
 
+// processesLine is the mapping's consumer processes and how many
+// invocations each ran at once.
+func processesLine(r *Result) string {
+	per := max(r.PerProcess, 1)
+	if per == 1 {
+		return fmt.Sprintf("%d × 1", r.Processes)
+	}
+	return fmt.Sprintf("%d × %d (AWS_LAMBDA_MAX_CONCURRENCY=%d)", r.Processes, per, per)
+}
+
 // byCauseLine is the double effects by the short name of their most
 // direct cause.
 func byCauseLine(a Account, sep string) string {
@@ -209,10 +220,14 @@ func cut(s string, n int) string {
 }
 
 func section(w io.Writer, r *Result) {
+	per := ""
+	if r.PerProcess > 1 {
+		per = fmt.Sprintf(", %d invocations per process", r.PerProcess)
+	}
 	if r.Policy == "" {
-		fmt.Fprintf(w, "## %s mode\n\n", r.Mode)
+		fmt.Fprintf(w, "## %s mode%s\n\n", r.Mode, per)
 	} else {
-		fmt.Fprintf(w, "## %s mode, %s policy\n\n%s\n\n", r.Mode, r.Policy, PolicyText(r.Policy))
+		fmt.Fprintf(w, "## %s mode, %s policy%s\n\n%s\n\n", r.Mode, r.Policy, per, PolicyText(r.Policy))
 	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintln(w, "**The invariant broke:**")
@@ -238,10 +253,17 @@ func section(w io.Writer, r *Result) {
 		thousands(int(p.Sent)), thousands(int(p.Runs)), ms(p.RunTime), p.Reruns, reasons(p.RerunWhy))
 	fmt.Fprintf(w, "- duplicates: %s raw copies from another upstream; %s keys in re-triggered producer runs, %s of them skipped by the producer's guard\n",
 		thousands(int(p.Raw)), thousands(int(p.Retriggered)), thousands(int(p.Skipped)))
+	if r.PerProcess > 1 {
+		fmt.Fprintf(w, "- consumer processes: %s; every pool's processes run %d invocations at once (AWS_LAMBDA_MAX_CONCURRENCY=%d), and a kill or a timeout takes the process and every invocation in it\n",
+			processesLine(r), r.PerProcess, r.PerProcess)
+	}
 	fmt.Fprintf(w, "- same key on 8 instances at the same moment: %d keys (%s deliveries)\n", p.FanOuts, thousands(int(p.FanOuts*8)))
 	fmt.Fprintf(w, "- SIGKILL: %d of %s invocations (%.2f%%): %d before the effect, %d after the effect (before the receipt), %d mid-batch\n",
 		count[EventKill], thousands(int(r.Invocations)), 100*float64(count[EventKill])/float64(inv),
 		kills[PointBeforeEffect], kills[PointAfterEffect], kills["kill-after"])
+	if r.PerProcess > 1 {
+		fmt.Fprintf(w, "- killed with their process (another invocation in it killed or timed out): %d invocations\n", count[EventProcess])
+	}
 	fmt.Fprintf(w, "- SIGSTOP zombies: %d (%.2f%% of the %s batches from the queue), frozen past a 1 s lease and taken over\n",
 		count[EventFreeze], 100*float64(count[EventFreeze])/float64(max(r.Batches, 1)), thousands(int(r.Batches)))
 	fmt.Fprintf(w, "- harness kills at the function timeout: %d; other crashes: %d\n", count[EventTimeout], count[EventCrash])
@@ -346,7 +368,7 @@ func Summary(w io.Writer, runs []*Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "\t")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t", r.Name())
+		fmt.Fprintf(tw, "%s\t", r.Label())
 	}
 	fmt.Fprintln(tw)
 	for _, row := range rows(runs, false) {
@@ -381,7 +403,7 @@ func Summary(w io.Writer, runs []*Result) {
 		}
 		l := r.Account.Latency
 		fmt.Fprintf(w, "%-19s %s keys, %s deliveries in %s: %.0f msgs/s (steady %.0f); latency p50 %s p99 %s max %s; %s DynamoDB req/delivery; double effects %d (%d unexplained); lost %d; DLQ %s — %s\n",
-			r.Name(), thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
+			r.Label(), thousands(r.Keys), thousands(int(r.Deliveries)), r.Elapsed.Round(100*time.Millisecond), r.Throughput(), SteadyRate(r.Samples, 10*time.Second),
 			ms(l.P50), ms(l.P99), ms(l.Max), perDelivery(r), r.Account.DoubleEffects, len(r.Account.Unexplained),
 			len(r.Account.Lost), dlqLine(r), verdict)
 		for _, p := range r.Problems {

@@ -9,11 +9,13 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/exactlyonce/sqsidem/integration/internal/esm"
+	"github.com/exactlyonce/sqsidem/integration/internal/lambdarun"
 	"github.com/exactlyonce/sqsidem/integration/internal/partner"
 	"github.com/exactlyonce/sqsidem/integration/internal/system"
 	"github.com/exactlyonce/sqsidem/pkg/idem/consumer"
@@ -83,6 +85,12 @@ type Config struct {
 	// Idemctl is the operator's tool (a build of cmd/idemctl), with which
 	// the hold policy's held keys are resolved; required for PolicyHold.
 	Idemctl string
+	// PerProcess is how many invocations one consumer process runs at
+	// once (AWS_LAMBDA_MAX_CONCURRENCY, as on Lambda Managed Instances;
+	// default 1). System.Consumers is then the invocations at once, in
+	// processes of PerProcess each; a kill or a timeout takes the process
+	// and every invocation in it.
+	PerProcess int
 }
 
 // Result is one run.
@@ -113,6 +121,9 @@ type Result struct {
 	CPU          []CPUUse
 	// Lease is the consumer's function timeout, its lease.
 	Lease time.Duration
+	// PerProcess is the invocations one consumer process ran at once
+	// (Config.PerProcess), Processes the mapping's consumer processes.
+	PerProcess, Processes int
 	// Partner is the partner's count of calls and lookups when the queue
 	// had drained (before any resolution); PartnerSlowFor how late a slow
 	// partner answered; PartnerDown the outage as it took place, from the
@@ -131,6 +142,14 @@ func (r *Result) Name() string {
 		return r.Mode
 	}
 	return r.Mode + "/" + r.Policy
+}
+
+// Label is Name and, with several invocations per process, how many.
+func (r *Result) Label() string {
+	if r.PerProcess > 1 {
+		return fmt.Sprintf("%s ×%d", r.Name(), r.PerProcess)
+	}
+	return r.Name()
 }
 
 // CPUUse is the CPU time one part of the system used during the run.
@@ -178,6 +197,11 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	sc.ConsumerEnv[consumer.EnvFaultPoisonKeys] = strings.Join(plan.PoisonKeys(), ",")
 	sc.ConsumerEnv[consumer.EnvVisibilityTimeout] = "" // unset, whatever the template says
+	per := max(cfg.PerProcess, 1)
+	if per > 1 {
+		sc.ConsumerEnv[lambdarun.EnvMaxConcurrency] = strconv.Itoa(per)
+		sc.Consumers = (max(sc.Consumers, 1) + per - 1) / per
+	}
 	if leaseMode {
 		maps.Copy(sc.ConsumerEnv, PolicyEnv(policy))
 	}
@@ -200,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			err = fmt.Errorf("chaos: close: %w", cerr)
 		}
 	}()
-	pools, err := startPools(ctx, s, cfg.Producers, lambdaLog, io.MultiWriter(lambdaLog, s.Records))
+	pools, err := startPools(ctx, s, per, cfg.Producers, lambdaLog, io.MultiWriter(lambdaLog, s.Records))
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	bgWG.Go(func() { _ = poller.Run(bg) })
 	bgWG.Go(func() { tl.Run(bg, start) })
 	if cfg.Progress != nil {
-		name := (&Result{Mode: cfg.Mode, Policy: policy}).Name()
+		name := (&Result{Mode: cfg.Mode, Policy: policy, PerProcess: per}).Label()
 		bgWG.Go(func() { progress(bg, cfg.Progress, name, tl, cfg.Every) })
 	}
 	stopped := false
@@ -258,7 +282,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	defer stop()
 
 	res := &Result{Mode: cfg.Mode, Policy: policy, Start: start, Keys: cfg.Keys, Poison: len(plan.Poison), Malformed: plan.Malformed,
-		StoreBackoff: sc.ConsumerEnv[consumer.EnvVisibilityTimeout], Lease: lease}
+		StoreBackoff: sc.ConsumerEnv[consumer.EnvVisibilityTimeout], Lease: lease, PerProcess: per, Processes: len(s.Consumer.PIDs())}
 	if perr := pub.Run(ctx); perr != nil {
 		res.Problems = append(res.Problems, "publishing stopped: "+perr.Error())
 	}

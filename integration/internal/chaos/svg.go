@@ -190,8 +190,8 @@ func strip(w io.Writer, p Panel, top float64, x func(float64) float64, tmax floa
 	laneH := float64(stripH-8) / 3
 	for _, e := range p.Events {
 		t := e.At.Sub(p.Start).Seconds()
-		if t < 0 || t > tmax {
-			continue
+		if t < 0 || t > tmax || e.Kind == EventProcess {
+			continue // an invocation killed with its process: the kill marks the moment
 		}
 		y1 := top + lanes[e.Kind]*laneH + 1
 		fmt.Fprintf(w, `<line class="event" data-kind="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.4"><title>%s</title></line>`+"\n",
