@@ -122,6 +122,7 @@ func TestIdemctlDeployed(t *testing.T) {
 	}
 	cli.show(ctx, t, "stats")
 
+	dlqSettled(ctx, t, d, len(ids), "inspect and stats")
 	dry := cli.redrive(ctx, t, "--dry-run")
 	checkClasses(t, dry, ids, map[string]string{
 		"done": "done", "reused": "poison", "notdone": "not-done", "released": "unconfirmed",
@@ -132,6 +133,7 @@ func TestIdemctlDeployed(t *testing.T) {
 	cli.show(ctx, t, "resolve", confirmed.Key, "--done", "--yes")
 	cli.show(ctx, t, "resolve", released.Key, "--not-done", "--yes")
 
+	dlqSettled(ctx, t, d, len(ids), "the dry run")
 	run := cli.redrive(ctx, t)
 	checkClasses(t, run, ids, map[string]string{
 		"done": "done", "reused": "poison", "notdone": "not-done", "released": "not-done",
@@ -247,6 +249,18 @@ func (d *deployment) sendTo(ctx context.Context, t *testing.T, url, body, key st
 		t.Fatal(err)
 	}
 	return aws.ToString(out.MessageId)
+}
+
+// dlqSettled waits until the n messages of the DLQ that the commands of
+// what read and showed again are visible: redrive reads until a receive
+// is empty, and an endpoint may take a while to show a message again
+// (LocalStack under load took seconds: the next redrive read none).
+func dlqSettled(ctx context.Context, t *testing.T, d *deployment, n int, what string) {
+	t.Helper()
+	waitFor(ctx, t, "the DLQ's messages to be visible again after "+what, func() bool {
+		visible, inFlight, err := system.QueueDepth(ctx, d.sqs, d.dlqURL)
+		return err == nil && visible >= n && inFlight == 0
+	})
 }
 
 func waitFor(ctx context.Context, t *testing.T, what string, ok func() bool) {

@@ -26,12 +26,13 @@ export SQSIDEM_ASSEMBLY="$root/$assembly"
 export SQSIDEM_KIT_RECORD="$root/.cache/e2e/kit-template.json"
 rm -f "$SQSIDEM_KIT_RECORD"
 
-step() { # step NAME CMD...: run CMD and print how long it took
-	local name=$1 t0=$SECONDS
+step() { # step NAME CMD...: run CMD, print how long it took, return its status
+	local name=$1 t0=$SECONDS st=0
 	shift
 	echo "e2e-localstack: $name"
-	"$@"
-	echo "e2e-localstack: $name took $((SECONDS - t0)) s"
+	"$@" || st=$?
+	echo "e2e-localstack: $name took $((SECONDS - t0)) s (exit $st)"
+	return "$st"
 }
 destroy() { step destroy "$cdklocal" destroy --no-notices --all --force "${app[@]}"; }
 
