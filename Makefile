@@ -58,10 +58,13 @@ RACE := $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && echo -race)
 # scenarios mostly wait for visibility timeouts, and go test would run only
 # GOMAXPROCS (2 here) at a time; 4 on the emulators, where the test profile's
 # 2 s functions must not be starved, 6 on LocalStack (4 s functions).
+# -per-process 8: on LocalStack every consumer process runs 8 invocations
+# at once (AWS_LAMBDA_MAX_CONCURRENCY, as on Lambda Managed Instances), so
+# the scenarios hold in both shapes; on the emulators one at a time.
 INTEGRATION_GO    := go test -tags integration -count=1 -timeout 30m -v
 QUIET             := grep -v "^=== \(RUN\|PAUSE\|CONT\)"
 EMULATOR_GO       := $(INTEGRATION_GO) -parallel 4 ./integration/...
-LOCALSTACK_GO     := $(INTEGRATION_GO) -parallel 6 ./integration/
+LOCALSTACK_GO     := $(INTEGRATION_GO) -parallel 6 ./integration/ -args -per-process 8
 INTEGRATION_TESTS := $(EMULATOR_GO) | $(QUIET)
 LOCALSTACK_TESTS  := $(LOCALSTACK_GO) | $(QUIET)
 # make test's tiers: each one's output also goes to $(TEST_LOGS)/NAME.log,

@@ -130,9 +130,11 @@ func deliverUntilDone(t *testing.T, ctx context.Context, pool *lambdarun.Pool, p
 
 // scenarioThousandMessagesWithDuplicates: 1,000 messages published by the
 // producer in chunks, 30% duplicates (300 re-triggered producer sends
-// plus 300 raw duplicate messages), 4 consumer instances.
+// plus 300 raw duplicate messages), 4 consumer instances (with
+// -per-process, as few processes running as many invocations each, and
+// then some invocations must have shared a process).
 func scenarioThousandMessagesWithDuplicates(t *testing.T) {
-	s := startSystem(t, system.Config{Consumers: 4})
+	s := startSystem(t, system.Config{Consumers: processes(4)})
 	ctx := ctxFor(t, 5*time.Minute)
 	msgs := messages(t, ctx, s, "bulk", 1000)
 	start := time.Now()
@@ -240,12 +242,18 @@ func scenarioThousandMessagesWithDuplicates(t *testing.T) {
 	if ran := r.Outcomes["executed"] + r.Outcomes["rerun"]; ran > 1000+len(r.Reruns) || suppressed < 300 {
 		t.Fatalf("outcomes %v: want at most 1000 executed (and a rerun for each key run again) and the 300 duplicates suppressed", r.Outcomes)
 	}
+	inFlight := s.Consumer.Stats().MaxInFlight
+	t.Logf("consumer: %d process(es) of %d invocation(s); at most %d invocations in one process at once", processes(4), *perProcess, inFlight)
+	if *perProcess > 1 && inFlight < 2 {
+		t.Errorf("-per-process %d: no two of the batches shared a process (at most %d at once): the scenario did not run the shape it claims", *perProcess, inFlight)
+	}
 }
 
 // scenarioOneKeyToEightInstances delivers the same message to 8 consumer
-// instances at the same moment.
+// instances at the same moment (with -per-process 8: to 8 invocations in
+// one process, which share its Guard and cache).
 func scenarioOneKeyToEightInstances(t *testing.T) {
-	s := startSystem(t, system.Config{Consumers: 8, NoPoller: true})
+	s := startSystem(t, system.Config{Consumers: processes(8), NoPoller: true})
 	ctx := ctxFor(t, time.Minute)
 	msgs := messages(t, ctx, s, "same", 1)
 	payload, err := s.Event("msg-same-0", msgs[0])

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,18 @@ func cleanupLambdas() {
 	}
 }
 
+// perProcess is how many invocations every consumer process the suite
+// starts runs at once (AWS_LAMBDA_MAX_CONCURRENCY, the shape of a Lambda
+// Managed Instances execution environment): `go test -tags integration
+// ./integration/ -per-process 8`. make test runs the suite on the emulators
+// with 1 and on LocalStack with 8.
+var perProcess = flag.Int("per-process", 1, "invocations one consumer process runs at once (AWS_LAMBDA_MAX_CONCURRENCY, as on Lambda Managed Instances)")
+
+// processes is how many consumer processes run n invocations at once:
+// n with one invocation per process, fewer with -per-process, so that a
+// scenario about n instances puts them in one process where it can.
+func processes(n int) int { return max(1, (n+*perProcess-1) / *perProcess) }
+
 // startSystem provisions a private copy of the stack for one test and
 // starts its Lambdas; the Lambdas' output goes to .cache/logs/integration
 // and its tail is shown when the test fails. A test that asks for a mode
@@ -67,6 +80,9 @@ func startSystem(t *testing.T, cfg system.Config) *system.System {
 	t.Helper()
 	cfg.ConsumerBinary, cfg.ProducerBinary, cfg.Template = lambdas(t)
 	cfg.DynamoURL, cfg.SQSURL = dynamoEndpoint(t), sqsEndpoint(t)
+	if cfg.PerProcess == 0 {
+		cfg.PerProcess = *perProcess
+	}
 	root, _ := emu.RepoRoot()
 	logPath := filepath.Join(root, ".cache", "logs", "integration", strings.ReplaceAll(t.Name(), "/", "_")+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {

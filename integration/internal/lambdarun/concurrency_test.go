@@ -104,8 +104,8 @@ func TestConcurrencyInOneProcess(t *testing.T) {
 	if err != nil || r.Value != fmt.Sprint(n) {
 		t.Errorf("the process sees %s=%q (%v), want %d", EnvMaxConcurrency, r.Value, err, n)
 	}
-	if s := p.Stats(); s.Invocations != n+1 || s.Restarts != 0 || s.Crashes != 0 {
-		t.Errorf("stats %+v", s)
+	if s := p.Stats(); s.Invocations != n+1 || s.Restarts != 0 || s.Crashes != 0 || s.MaxInFlight != n {
+		t.Errorf("stats %+v; want %d invocations, MaxInFlight %d", s, n+1, n)
 	}
 }
 

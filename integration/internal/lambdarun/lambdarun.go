@@ -154,6 +154,9 @@ type Stats struct {
 	FaultCalls  int64
 	FaultKills  int64
 	FaultPoints map[string]FaultCount
+	// MaxInFlight is the most invocations one process held at once (at
+	// most Function.Concurrency): above 1, invocations did share a process.
+	MaxInFlight int64
 }
 
 // Pool is a set of running instances of one function.
@@ -167,6 +170,7 @@ type Pool struct {
 	stopOnce  sync.Once
 	fault     atomic.Pointer[func(point, key string) Action]
 	freeze    atomic.Int64 // Freeze duration, ns
+	inFlight  atomic.Int64 // Stats.MaxInFlight
 	release   atomic.Pointer[<-chan struct{}]
 	logMu     sync.Mutex
 
@@ -341,6 +345,7 @@ func (p *Pool) Stats() Stats {
 		FaultCalls:  p.faultCalls.Load(),
 		FaultKills:  p.faultKills.Load(),
 		FaultPoints: fp,
+		MaxInFlight: p.inFlight.Load(),
 	}
 }
 
@@ -623,6 +628,8 @@ func (in *instance) run(ctx context.Context, inv *invocation) ([]byte, error) {
 		return nil, ErrStopped
 	}
 	in.inflight++
+	for n, m := int64(in.inflight), p.inFlight.Load(); n > m && !p.inFlight.CompareAndSwap(m, n); m = p.inFlight.Load() {
+	}
 	defer in.finish()
 	// A process that died while idle may not have been replaced yet (the exit
 	// watcher backs off); don't charge that crash to this invocation.

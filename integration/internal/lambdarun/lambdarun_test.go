@@ -117,7 +117,7 @@ func TestInvokeResponse(t *testing.T) {
 	if r.PID != p.PIDs()[0] {
 		t.Fatalf("pid %d, pool says %v", r.PID, p.PIDs())
 	}
-	if s := p.Stats(); s.Invocations != 1 || s.Errors != 0 || s.Restarts != 0 {
+	if s := p.Stats(); s.Invocations != 1 || s.Errors != 0 || s.Restarts != 0 || s.MaxInFlight != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 	if !strings.Contains(logs.String(), "echo#0 started pid") {

@@ -38,8 +38,15 @@ type Config struct {
 	ConsumerBinary string // host builds with -tags lambda.norpc,sqsidem_faults (BuildLambdas)
 	ProducerBinary string
 	// Consumers is the number of consumer instances (default 4). The poller
-	// runs min(Consumers, the mapping's maximum concurrency) loops.
+	// runs min(Consumers × PerProcess, the mapping's maximum concurrency)
+	// loops.
 	Consumers int
+	// PerProcess is how many invocations one consumer process runs at once
+	// (AWS_LAMBDA_MAX_CONCURRENCY, as one execution environment of Lambda
+	// Managed Instances; default 1): one Guard, its cache and its owed
+	// receipts shared by them, and a crash, a kill or a freeze takes every
+	// invocation in the process.
+	PerProcess int
 	// Mode runs the consumer in this mode rather than the template's;
 	// Start fails with ErrMode when the effect does not implement it.
 	Mode string
@@ -101,6 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = 4
 	}
+	cfg.PerProcess = max(cfg.PerProcess, 1)
 	if cfg.NewProbe == nil {
 		cfg.NewProbe = EffectProbe
 	}
@@ -161,11 +169,12 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	}
 	consumerLog := io.MultiWriter(logs, s.Records)
 	s.Consumer, err = lambdarun.Start(ctx, lambdarun.Function{
-		Name:     "consumer",
-		Binary:   cfg.ConsumerBinary,
-		Env:      consumerEnv,
-		Timeout:  consumerFn.Timeout,
-		MemoryMB: consumerFn.MemoryMB,
+		Name:        "consumer",
+		Binary:      cfg.ConsumerBinary,
+		Env:         consumerEnv,
+		Timeout:     consumerFn.Timeout,
+		MemoryMB:    consumerFn.MemoryMB,
+		Concurrency: cfg.PerProcess,
 	}, cfg.Consumers, lambdarun.WithLog(consumerLog))
 	if err != nil {
 		return nil, fmt.Errorf("system: start consumers: %w", err)
@@ -187,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		return nil, fmt.Errorf("system: start producers: %w", err)
 	}
 	if !cfg.NoPoller {
-		s.startPoller(min(cfg.Consumers, max(s.Mapping.MaxConcurrency, 1)))
+		s.startPoller(min(cfg.Consumers*cfg.PerProcess, max(s.Mapping.MaxConcurrency, 1)))
 	}
 	return s, nil
 }
