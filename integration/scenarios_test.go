@@ -242,10 +242,17 @@ func scenarioThousandMessagesWithDuplicates(t *testing.T) {
 	if ran := r.Outcomes["executed"] + r.Outcomes["rerun"]; ran > 1000+len(r.Reruns) || suppressed < 300 {
 		t.Fatalf("outcomes %v: want at most 1000 executed (and a rerun for each key run again) and the 300 duplicates suppressed", r.Outcomes)
 	}
-	inFlight := s.Consumer.Stats().MaxInFlight
-	t.Logf("consumer: %d process(es) of %d invocation(s); at most %d invocations in one process at once", processes(4), *perProcess, inFlight)
-	if *perProcess > 1 && inFlight < 2 {
-		t.Errorf("-per-process %d: no two of the batches shared a process (at most %d at once): the scenario did not run the shape it claims", *perProcess, inFlight)
+	// The shape the consumer ran in, as the harness ran it: the one asked
+	// for (-per-process), and with room for two invocations in a process
+	// and two poller loops (a mapping that allows two batches at once),
+	// some batches shared a process.
+	per, loops, inFlight := s.Consumer.Function().Concurrency, s.Poller.MaxConcurrency, s.Consumer.Stats().MaxInFlight
+	t.Logf("consumer: %d process(es) of %d invocation(s), %d poller loop(s); at most %d invocations in one process at once", len(s.Consumer.PIDs()), per, loops, inFlight)
+	if per != *perProcess {
+		t.Errorf("-per-process %d: the consumer's processes ran %d invocations at once", *perProcess, per)
+	}
+	if per > 1 && loops > 1 && inFlight < 2 {
+		t.Errorf("%d invocations per process, %d poller loops: no two of the batches shared a process (at most %d at once): the scenario did not run the shape it claims", per, loops, inFlight)
 	}
 }
 
